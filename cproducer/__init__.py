@@ -1,0 +1,6 @@
+"""cproducer: a Cython-compiled, high-performance Apache Kafka producer (Java KafkaProducer design)."""
+
+from cproducer import errors
+
+__version__ = "0.1.0"
+__all__ = ["errors", "__version__"]

@@ -1,0 +1,1 @@
+"""Shared pytest set-up. Broker fixtures live in tests/integration/conftest.py."""
