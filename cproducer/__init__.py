@@ -1,4 +1,4 @@
-"""cproducer: a Cython-compiled, high-performance Apache Kafka producer (Java KafkaProducer design)."""
+"""cproducer: a Cython-compiled, high-performance Apache Kafka producer for Python."""
 
 from cproducer import errors
 

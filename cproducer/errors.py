@@ -1,7 +1,7 @@
 """The error tree of cproducer.
 
-Client-side errors (``ConfigError``, ``SerializationError``, ...) and one class per broker error code
-that Produce, Metadata and InitProducerId can return (codes from the Kafka protocol's ``Errors``
+Client-side errors (``ConfigError``, ``SerializationError``, ...) and one class per broker error
+code that Produce, Metadata and InitProducerId can return (codes from Kafka's ``Errors``
 table). ``.retriable`` says whether the Sender may retry a batch that failed with it, as in Java's
 ``RetriableException`` subclasses.
 """
@@ -34,7 +34,7 @@ class ConfigError(KafkaError, ValueError):
 
 
 class KafkaTimeoutError(KafkaError):
-    """An operation did not complete within its time bound (``max.block.ms``, delivery timeout...)."""
+    """An operation did not finish within its bound (``max.block.ms``, delivery timeout...)."""
 
     retriable = True
 
@@ -115,7 +115,7 @@ def _broker_error(
     return cls
 
 
-UnknownServerError = _broker_error("UnknownServerError", -1, doc="The server had an unexpected error.")
+UnknownServerError = _broker_error("UnknownServerError", -1, doc="Unexpected server error.")
 OffsetOutOfRangeError = _broker_error("OffsetOutOfRangeError", 1)
 CorruptRecordError = _broker_error(
     "CorruptRecordError", 2, retriable=True, doc="The message failed its CRC check or is corrupt."
@@ -136,7 +136,9 @@ ReplicaNotAvailableError = _broker_error(
     "ReplicaNotAvailableError", 9, retriable=True, invalid_metadata=True
 )
 MessageSizeTooLargeError = _broker_error(
-    "MessageSizeTooLargeError", 10, doc="The request included a message larger than the server accepts."
+    "MessageSizeTooLargeError",
+    10,
+    doc="A message is larger than the server accepts.",
 )
 NetworkExceptionError = _broker_error(
     "NetworkExceptionError", 13, retriable=True, invalid_metadata=True
@@ -195,7 +197,9 @@ InvalidRecordError = _broker_error("InvalidRecordError", 87)
 UnstableOffsetCommitError = _broker_error("UnstableOffsetCommitError", 88, retriable=True)
 TransactionCoordinatorFencedError = _broker_error("TransactionCoordinatorFencedError", 52)
 InvalidUpdateVersionError = _broker_error("InvalidUpdateVersionError", 95)
-UnknownTopicIdError = _broker_error("UnknownTopicIdError", 100, retriable=True, invalid_metadata=True)
+UnknownTopicIdError = _broker_error(
+    "UnknownTopicIdError", 100, retriable=True, invalid_metadata=True
+)
 InconsistentTopicIdError = _broker_error(
     "InconsistentTopicIdError", 103, retriable=True, invalid_metadata=True
 )
@@ -204,7 +208,11 @@ TransactionAbortableError = _broker_error("TransactionAbortableError", 120)
 
 _ERRORS_BY_CODE: Dict[int, Type[BrokerResponseError]] = {}
 for _obj in list(globals().values()):
-    if isinstance(_obj, type) and issubclass(_obj, BrokerResponseError) and _obj is not BrokerResponseError:
+    if (
+        isinstance(_obj, type)
+        and issubclass(_obj, BrokerResponseError)
+        and _obj is not BrokerResponseError
+    ):
         _ERRORS_BY_CODE.setdefault(_obj.errno, _obj)
 
 

@@ -1,0 +1,295 @@
+"""Producer configuration: every key by its Java name, its Python name, type, default and check.
+
+``ProducerConfig(configs_dict_or_None, **kwargs)`` accepts Java names (``{"linger.ms": 5}``) and
+Python names (``linger_ms=5``), plus the few kafka-python spellings (``partitioner``,
+``interceptors``). Defaults are the Java 4.x client's. An unknown key or a bad value raises
+:class:`cproducer.errors.ConfigError` naming the key and what is allowed.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from typing import Any, Callable, Dict, Iterable, List, Mapping, NamedTuple, Optional, Tuple
+
+from cproducer.errors import ConfigError
+
+_INT32_MAX = 2**31 - 1
+_INT64_MAX = 2**63 - 1
+
+
+class ConfigDef(NamedTuple):
+    java_name: str
+    default: Any
+    check: Callable[[str, Any], Any]  # (name, value) -> normalized value, or raises ConfigError
+    doc: str
+
+
+def _int(lo: int = 0, hi: int = _INT64_MAX) -> Callable[[str, Any], int]:
+    def check(name: str, value: Any) -> int:
+        if isinstance(value, bool):
+            raise ConfigError(f"{name}: expected an integer in [{lo}, {hi}], got bool {value!r}")
+        if isinstance(value, str):
+            try:
+                value = int(value.strip())
+            except ValueError:
+                raise ConfigError(
+                    f"{name}: expected an integer in [{lo}, {hi}], got {value!r}"
+                ) from None
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if not isinstance(value, int):
+            raise ConfigError(
+                f"{name}: expected an integer in [{lo}, {hi}], got {type(value).__name__} {value!r}"
+            )
+        if not lo <= value <= hi:
+            raise ConfigError(f"{name}: expected an integer in [{lo}, {hi}], got {value}")
+        return value
+
+    return check
+
+
+def _bool(name: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    raise ConfigError(f"{name}: expected true or false, got {value!r}")
+
+
+def _optional_str(name: str, value: Any) -> Optional[str]:
+    if value is None or isinstance(value, str):
+        return value
+    raise ConfigError(f"{name}: expected a string or None, got {type(value).__name__}")
+
+
+def _choice(*allowed: str) -> Callable[[str, Any], str]:
+    def check(name: str, value: Any) -> str:
+        if isinstance(value, str) and value.strip().lower() in allowed:
+            return value.strip().lower()
+        raise ConfigError(f"{name}: expected one of {', '.join(allowed)}, got {value!r}")
+
+    return check
+
+
+def _acks(name: str, value: Any) -> int:
+    """acks: "all"/-1, 0 or 1; normalized to the wire value (-1, 0, 1)."""
+    if isinstance(value, str):
+        v = value.strip().lower()
+        if v == "all":
+            return -1
+        if v in ("-1", "0", "1"):
+            return int(v)
+    elif isinstance(value, int) and not isinstance(value, bool) and value in (-1, 0, 1):
+        return value
+    raise ConfigError(f"{name}: expected one of all, -1, 0, 1, got {value!r}")
+
+
+_CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
+
+
+def _compression(name: str, value: Any) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, str) and value.strip().lower() in _CODECS:
+        return value.strip().lower()
+    raise ConfigError(f"{name}: expected one of None, {', '.join(_CODECS)}, got {value!r}")
+
+
+def _servers(name: str, value: Any) -> List[Tuple[str, int]]:
+    if isinstance(value, str):
+        items = [s for s in (p.strip() for p in value.split(",")) if s]
+    elif isinstance(value, (list, tuple)):
+        items = list(value)
+    else:
+        raise ConfigError(
+            f"{name}: expected 'host:port[,host:port...]' or a list of them, got {value!r}"
+        )
+    if not items:
+        raise ConfigError(f"{name}: at least one host:port is required")
+    out: List[Tuple[str, int]] = []
+    for item in items:
+        if isinstance(item, tuple) and len(item) == 2:
+            host, port = item
+        elif isinstance(item, str):
+            m = re.fullmatch(r"\[?([^\[\]]+?)\]?(?::(\d+))?", item.strip())
+            if not m:
+                raise ConfigError(f"{name}: {item!r} is not host:port")
+            host, port = m.group(1), int(m.group(2) or 9092)
+        else:
+            raise ConfigError(f"{name}: {item!r} is not host:port")
+        if not isinstance(port, int) or not 0 < port < 65536:
+            raise ConfigError(f"{name}: port of {item!r} must be in 1..65535")
+        out.append((str(host), int(port)))
+    return out
+
+
+def _any(name: str, value: Any) -> Any:
+    return value
+
+
+def _serializer(name: str, value: Any) -> Any:
+    if value is None or callable(value) or hasattr(value, "serialize"):
+        return value
+    raise ConfigError(
+        f"{name}: expected None, a callable (value -> bytes) or an object with serialize(), "
+        f"got {type(value).__name__}"
+    )
+
+
+def _list(name: str, value: Any) -> list:
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    return [value]
+
+
+_DEFS: Tuple[ConfigDef, ...] = (
+    ConfigDef("bootstrap.servers", None, _servers, "host:port pairs for the first connection"),
+    ConfigDef("client.id", "", _optional_str, "id sent with every request"),
+    ConfigDef("acks", "all", _acks, "all/-1, 0 or 1"),
+    ConfigDef("compression.type", "none", _compression, "codec of the records sections"),
+    ConfigDef("compression.gzip.level", -1, _int(-1, 9), "gzip level (-1 = default)"),
+    ConfigDef("compression.lz4.level", 9, _int(1, 17), "lz4 level"),
+    ConfigDef("compression.zstd.level", 3, _int(-131072, 22), "zstd level"),
+    ConfigDef("batch.size", 16384, _int(0, _INT32_MAX), "bytes per batch"),
+    ConfigDef("linger.ms", 5, _int(0, _INT32_MAX), "wait this long for more records"),
+    ConfigDef("buffer.memory", 33554432, _int(0, _INT64_MAX), "bytes for batches"),
+    ConfigDef("max.block.ms", 60000, _int(0, _INT64_MAX), "bound of send()'s blocking"),
+    ConfigDef("max.request.size", 1048576, _int(0, _INT32_MAX), "bytes per request/record"),
+    ConfigDef("request.timeout.ms", 30000, _int(0, _INT32_MAX), "per-request timeout"),
+    ConfigDef("delivery.timeout.ms", 120000, _int(0, _INT32_MAX), "send to ack bound"),
+    ConfigDef("retries", _INT32_MAX, _int(0, _INT32_MAX), "resend attempts"),
+    ConfigDef("retry.backoff.ms", 100, _int(0, _INT64_MAX), "first retry backoff"),
+    ConfigDef("retry.backoff.max.ms", 1000, _int(0, _INT64_MAX), "max retry backoff"),
+    ConfigDef("max.in.flight.requests.per.connection", 5, _int(1, _INT32_MAX), "unacked requests"),
+    ConfigDef("enable.idempotence", True, _bool, "exactly-once per partition session"),
+    ConfigDef("transactional.id", None, _optional_str, "transactions (not yet supported)"),
+    ConfigDef("transaction.timeout.ms", 60000, _int(0, _INT32_MAX), "transaction timeout"),
+    ConfigDef("key.serializer", None, _serializer, "key -> bytes"),
+    ConfigDef("value.serializer", None, _serializer, "value -> bytes"),
+    ConfigDef("partitioner.class", None, _any, "custom partitioner, name or callable"),
+    ConfigDef("partitioner.ignore.keys", False, _bool, "ignore keys when partitioning"),
+    ConfigDef("partitioner.adaptive.partitioning.enable", True, _bool, "KIP-794 adaptive"),
+    ConfigDef("partitioner.availability.timeout.ms", 0, _int(0, _INT64_MAX), "KIP-794"),
+    ConfigDef("interceptor.classes", [], _list, "ProducerInterceptor objects"),
+    ConfigDef("metadata.max.age.ms", 300000, _int(0, _INT64_MAX), "forced refresh period"),
+    ConfigDef("metadata.max.idle.ms", 300000, _int(5000, _INT64_MAX), "topic idle expiry"),
+    ConfigDef("reconnect.backoff.ms", 50, _int(0, _INT64_MAX), "first reconnect backoff"),
+    ConfigDef("reconnect.backoff.max.ms", 1000, _int(0, _INT64_MAX), "max reconnect backoff"),
+    ConfigDef("socket.connection.setup.timeout.ms", 10000, _int(0, _INT64_MAX), "connect bound"),
+    ConfigDef("socket.connection.setup.timeout.max.ms", 30000, _int(0, _INT64_MAX), "max bound"),
+    ConfigDef("send.buffer.bytes", 131072, _int(-1, _INT32_MAX), "SO_SNDBUF (-1: OS)"),
+    ConfigDef("receive.buffer.bytes", 32768, _int(-1, _INT32_MAX), "SO_RCVBUF (-1: OS)"),
+    ConfigDef("connections.max.idle.ms", 540000, _int(0, _INT64_MAX), "idle close"),
+    ConfigDef("security.protocol", "plaintext", _choice("plaintext"), "only PLAINTEXT for now"),
+)
+
+CONFIG_DEFS: Dict[str, ConfigDef] = {d.java_name: d for d in _DEFS}
+
+#: Python spellings: the Java name with dots as underscores, plus kafka-python's aliases.
+_ALIASES: Dict[str, str] = {d.java_name.replace(".", "_"): d.java_name for d in _DEFS}
+_ALIASES.update(
+    {
+        "partitioner": "partitioner.class",
+        "interceptors": "interceptor.classes",
+    }
+)
+_ALIASES.update({d.java_name: d.java_name for d in _DEFS})
+
+#: Settings that are not Kafka configs but hooks (tests, the future test proxy).
+_HOOKS = ("time_ms", "socket_factory", "random")
+
+_client_ids = itertools.count(1)
+
+
+class ProducerConfig:
+    """The validated settings of one producer; ``cfg["linger.ms"]`` or ``cfg.linger_ms``."""
+
+    def __init__(self, configs: Optional[Mapping[str, Any]] = None, **kwargs: Any) -> None:
+        values: Dict[str, Any] = {}
+        self.explicit: set = set()
+        self.hooks: Dict[str, Any] = {}
+        items: List[Tuple[str, Any]] = []
+        if configs is not None:
+            if not isinstance(configs, Mapping):
+                raise ConfigError(
+                    f"configs: expected a dict of Java config names, got {type(configs).__name__}"
+                )
+            items.extend(configs.items())
+        items.extend(kwargs.items())
+        for key, value in items:
+            if key in _HOOKS:
+                self.hooks[key] = value
+                continue
+            java = _ALIASES.get(key)
+            if java is None:
+                raise ConfigError(
+                    f"unknown producer config {key!r}; known: "
+                    + ", ".join(sorted(d.java_name for d in _DEFS))
+                )
+            if java in self.explicit and values[java] != value:
+                raise ConfigError(f"{java}: given twice with different values")
+            values[java] = value
+            self.explicit.add(java)
+        self._values: Dict[str, Any] = {}
+        for d in _DEFS:
+            raw = values.get(d.java_name, d.default)
+            self._values[d.java_name] = d.check(d.java_name, raw) if raw is not None else None
+        self._post_process()
+
+    def _post_process(self) -> None:
+        v = self._values
+        if v["bootstrap.servers"] is None:
+            raise ConfigError("bootstrap.servers is required (e.g. 'localhost:9092')")
+        if not v["client.id"]:
+            v["client.id"] = f"producer-{next(_client_ids)}"
+        # Java's ProducerConfig.postProcessAndValidateIdempotenceConfigs
+        idem_explicit = "enable.idempotence" in self.explicit
+        if v["enable.idempotence"]:
+            conflicts = []
+            if v["acks"] != -1:
+                conflicts.append("acks must be all")
+            if v["retries"] == 0:
+                conflicts.append("retries must be > 0")
+            if v["max.in.flight.requests.per.connection"] > 5:
+                conflicts.append("max.in.flight.requests.per.connection must be <= 5")
+            if conflicts:
+                if idem_explicit:
+                    raise ConfigError("enable.idempotence=true needs: " + "; ".join(conflicts))
+                v["enable.idempotence"] = False
+        if v["transactional.id"] is not None:
+            raise ConfigError("transactional.id: transactions are not supported yet")
+        # Java's KafkaProducer.configureDeliveryTimeout
+        floor = v["linger.ms"] + v["request.timeout.ms"]
+        if v["delivery.timeout.ms"] < floor:
+            if "delivery.timeout.ms" in self.explicit:
+                raise ConfigError(
+                    f"delivery.timeout.ms should be equal to or larger than linger.ms + "
+                    f"request.timeout.ms ({floor}), got {v['delivery.timeout.ms']}"
+                )
+            v["delivery.timeout.ms"] = floor
+        if v["retry.backoff.max.ms"] < v["retry.backoff.ms"]:
+            v["retry.backoff.max.ms"] = v["retry.backoff.ms"]
+        if v["reconnect.backoff.max.ms"] < v["reconnect.backoff.ms"]:
+            v["reconnect.backoff.max.ms"] = v["reconnect.backoff.ms"]
+
+    def __getitem__(self, java_name: str) -> Any:
+        return self._values[java_name]
+
+    def __getattr__(self, name: str) -> Any:
+        java = _ALIASES.get(name)
+        if java is None or name.startswith("_"):
+            raise AttributeError(name)
+        return self._values[java]
+
+    def as_dict(self) -> Dict[str, Any]:
+        return dict(self._values)
+
+    def __repr__(self) -> str:
+        return f"ProducerConfig({self._values!r})"
+
+
+def known_names() -> Iterable[str]:
+    return [d.java_name for d in _DEFS]
