@@ -1,0 +1,454 @@
+"""KafkaProducer: the pure-Python facade (Java's ``KafkaProducer``, kafka-python's API).
+
+``send`` follows Java's ``doSend``: interceptors' ``on_send`` → wait for the topic's metadata (at
+most ``max.block.ms``) → serialize → partition → size check → ``RecordAccumulator.append`` → wake
+the Sender when a batch filled up or a new one was made. Anything wrong with the record itself is
+raised from ``send()`` before the record is accepted; once accepted, a record completes exactly
+once, through its future and callback: success with its offset, or an error.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from typing import Any, Callable, Dict, Mapping, Optional, Set
+
+from cproducer import errors
+from cproducer._accumulator import RecordAccumulator
+from cproducer._buffer_pool import BufferPool
+from cproducer._murmur2 import partition_for_key
+from cproducer._records import estimate_size_in_bytes_upper_bound
+from cproducer.cluster import Cluster
+from cproducer.compression import codec_id
+from cproducer.config import ProducerConfig
+from cproducer.interceptors import ProducerInterceptors, ProducerRecord
+from cproducer.metadata import ProducerMetadata
+from cproducer.network import NetworkClient
+from cproducer.partitioners import resolve_partitioner
+from cproducer.sender import Sender
+from cproducer.serializers import as_serialize_fn
+from cproducer.transaction_manager import TransactionManager
+
+log = logging.getLogger("cproducer.producer")
+
+_TOPIC_RE = re.compile(r"[a-zA-Z0-9._-]+")
+_MAX_TOPIC_LENGTH = 249
+_BYTES_TYPES = (bytes, bytearray, memoryview)
+
+
+def _wall_clock_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _check_topic(topic: Any) -> None:
+    if not isinstance(topic, str):
+        raise errors.InvalidTopicError(f"topic must be a str, got {type(topic).__name__}")
+    if not topic:
+        raise errors.InvalidTopicError("topic must not be empty")
+    if topic in (".", ".."):
+        raise errors.InvalidTopicError(f"topic cannot be {topic!r}")
+    if len(topic) > _MAX_TOPIC_LENGTH:
+        raise errors.InvalidTopicError(
+            f"topic is {len(topic)} characters long; the maximum is {_MAX_TOPIC_LENGTH}"
+        )
+    if not _TOPIC_RE.fullmatch(topic):
+        raise errors.InvalidTopicError(
+            f"topic {topic!r} has characters Kafka does not allow: only ASCII letters, digits, "
+            "'.', '_' and '-'"
+        )
+
+
+def _check_headers(headers: Any) -> None:
+    if not isinstance(headers, (list, tuple)):
+        raise errors.SerializationError(
+            f"headers must be a list of (str, bytes or None) pairs, got {type(headers).__name__}"
+        )
+    for i, header in enumerate(headers):
+        if not isinstance(header, tuple) or len(header) != 2:
+            raise errors.SerializationError(
+                f"headers[{i}] must be a (str, bytes or None) pair, got {header!r:.60}"
+            )
+        hkey, hvalue = header
+        if not isinstance(hkey, str):
+            raise errors.SerializationError(
+                f"headers[{i}] key must be str, got {type(hkey).__name__}"
+            )
+        if hvalue is not None and not isinstance(hvalue, _BYTES_TYPES):
+            raise errors.SerializationError(
+                f"headers[{i}] value must be bytes or None, got {type(hvalue).__name__}"
+            )
+
+
+class KafkaProducer:
+    """A thread-safe Kafka producer: share one instance between threads.
+
+    Configure with kafka-python-style keyword arguments (``linger_ms=5``) or a dict of Java names as
+    the first argument (``{"bootstrap.servers": "host:9092", "linger.ms": 5}``).
+    """
+
+    def __init__(self, configs: Optional[Mapping[str, Any]] = None, **kwargs: Any) -> None:
+        cfg = ProducerConfig(configs, **kwargs)
+        self.config = cfg
+        self._time_ms: Callable[[], int] = cfg.hooks.get("time_ms", _wall_clock_ms)
+        self.client_id: str = cfg["client.id"]
+        self._max_block_ms: int = cfg["max.block.ms"]
+        self._max_request_size: int = cfg["max.request.size"]
+        self._total_memory: int = cfg["buffer.memory"]
+        self._ignore_keys: bool = cfg["partitioner.ignore.keys"]
+        self._key_serializer = as_serialize_fn(cfg["key.serializer"])
+        self._value_serializer = as_serialize_fn(cfg["value.serializer"])
+        self._interceptors = ProducerInterceptors(cfg["interceptor.classes"])
+        self._partitioner = resolve_partitioner(cfg["partitioner.class"])
+        if self._partitioner is not None and hasattr(self._partitioner, "configure"):
+            self._partitioner.configure(cfg.as_dict())
+        self._closed = False
+        self._close_lock = threading.Lock()
+        self._valid_topics: Set[str] = set()
+
+        self._metadata = ProducerMetadata(
+            refresh_backoff_ms=cfg["retry.backoff.ms"],
+            refresh_backoff_max_ms=cfg["retry.backoff.max.ms"],
+            metadata_max_age_ms=cfg["metadata.max.age.ms"],
+            metadata_max_idle_ms=cfg["metadata.max.idle.ms"],
+            time_ms=self._time_ms,
+        )
+        self._metadata.bootstrap(cfg["bootstrap.servers"])
+        self._pool = BufferPool(cfg["buffer.memory"], cfg["batch.size"])
+        self._transaction_manager = TransactionManager() if cfg["enable.idempotence"] else None
+        self._accumulator = RecordAccumulator(
+            cfg["batch.size"],
+            codec_id(cfg["compression.type"]),
+            cfg["linger.ms"],
+            cfg["retry.backoff.ms"],
+            cfg["retry.backoff.max.ms"],
+            cfg["delivery.timeout.ms"],
+            self._pool,
+            partitioner_adaptive_partitioning_enable=cfg[
+                "partitioner.adaptive.partitioning.enable"
+            ],
+            partitioner_availability_timeout_ms=cfg["partitioner.availability.timeout.ms"],
+            transaction_manager=self._transaction_manager,
+        )
+        client_kwargs: Dict[str, Any] = {}
+        if "socket_factory" in cfg.hooks:
+            client_kwargs["socket_factory"] = cfg.hooks["socket_factory"]
+        self._client = NetworkClient(
+            client_id=self.client_id,
+            metadata=self._metadata,
+            reconnect_backoff_ms=cfg["reconnect.backoff.ms"],
+            reconnect_backoff_max_ms=cfg["reconnect.backoff.max.ms"],
+            request_timeout_ms=cfg["request.timeout.ms"],
+            max_in_flight_requests_per_connection=cfg["max.in.flight.requests.per.connection"],
+            socket_connection_setup_timeout_ms=cfg["socket.connection.setup.timeout.ms"],
+            socket_connection_setup_timeout_max_ms=cfg["socket.connection.setup.timeout.max.ms"],
+            send_buffer_bytes=cfg["send.buffer.bytes"],
+            receive_buffer_bytes=cfg["receive.buffer.bytes"],
+            connections_max_idle_ms=cfg["connections.max.idle.ms"],
+            time_ms=self._time_ms,
+            **client_kwargs,
+        )
+        acks = cfg["acks"]
+        self._acks = acks
+        self._sender = Sender(
+            self._client,
+            self._metadata,
+            self._accumulator,
+            guarantee_message_order=cfg["max.in.flight.requests.per.connection"] == 1,
+            max_request_size=cfg["max.request.size"],
+            acks=acks,
+            retries=cfg["retries"],
+            request_timeout_ms=cfg["request.timeout.ms"],
+            delivery_timeout_ms=cfg["delivery.timeout.ms"],
+            retry_backoff_ms=cfg["retry.backoff.ms"],
+            transaction_manager=self._transaction_manager,
+            client_id=self.client_id,
+            time_ms=self._time_ms,
+        )
+        self._sender.start()
+        log.debug("producer %s started", self.client_id)
+
+    # ------------------------------------------------------------------ send
+    def send(
+        self,
+        topic: str,
+        value: Any = None,
+        key: Any = None,
+        headers: Any = None,
+        partition: Optional[int] = None,
+        timestamp_ms: Optional[int] = None,
+        callback: Optional[Callable[[Any, Optional[BaseException]], None]] = None,
+    ) -> Any:
+        """Queue one record; returns its ``FutureRecordMetadata``.
+
+        Raises (the record is then not accepted): ``ProducerClosedError``, ``InvalidTopicError``,
+        ``InvalidPartitionError``, ``SerializationError`` (a key/value that is not bytes without a
+        serializer, malformed headers), ``RecordTooLargeError``, ``KafkaTimeoutError`` (metadata or
+        memory not available within ``max_block_ms``).
+        """
+        if self._closed:
+            raise errors.ProducerClosedError("cannot send after the producer is closed")
+        if self._interceptors:
+            record = self._interceptors.on_send(
+                ProducerRecord(topic, value, key, headers, partition, timestamp_ms)
+            )
+            topic, value, key, headers, partition, timestamp_ms = record
+            callback = self._intercepted_callback(callback)
+        if topic not in self._valid_topics:
+            _check_topic(topic)
+        now = self._time_ms()
+        cluster = self._metadata.fetch()
+        count = cluster.partition_count_for_topic(topic)
+        if count is None or (partition is not None and not 0 <= partition < count):
+            cluster, count = self._wait_on_metadata(topic, partition, now)
+        else:
+            self._metadata.touch(topic, now)
+        remaining_ms = self._max_block_ms - (self._time_ms() - now)
+
+        key_bytes = self._serialize("key", self._key_serializer, topic, key)
+        value_bytes = self._serialize("value", self._value_serializer, topic, value)
+        if headers is not None:
+            _check_headers(headers)
+
+        if partition is not None:
+            if isinstance(partition, bool) or not isinstance(partition, int):
+                raise errors.InvalidPartitionError(
+                    f"partition must be an int, got {type(partition).__name__}"
+                )
+            part = partition
+        else:
+            part = self._partition(topic, key, key_bytes, value, value_bytes, cluster, count)
+
+        size = estimate_size_in_bytes_upper_bound(key_bytes, value_bytes, headers)
+        if size > self._max_request_size:
+            raise errors.RecordTooLargeError(
+                f"the record is {size} bytes when serialized, larger than max.request.size "
+                f"({self._max_request_size})"
+            )
+        if size > self._total_memory:
+            raise errors.RecordTooLargeError(
+                f"the record is {size} bytes when serialized, larger than buffer.memory "
+                f"({self._total_memory})"
+            )
+        if timestamp_ms is None:
+            timestamp_ms = now
+        result = self._accumulator.append(
+            topic,
+            part,
+            timestamp_ms,
+            key_bytes,
+            value_bytes,
+            headers,
+            callback,
+            remaining_ms,
+            self._partitioner is not None,
+            now,
+            cluster,
+        )
+        if result.abort_for_new_batch:
+            on_new_batch = getattr(self._partitioner, "on_new_batch", None)
+            if on_new_batch is not None:
+                on_new_batch(topic, cluster, part)
+            part = self._partition(topic, key, key_bytes, value, value_bytes, cluster, count)
+            result = self._accumulator.append(
+                topic,
+                part,
+                timestamp_ms,
+                key_bytes,
+                value_bytes,
+                headers,
+                callback,
+                remaining_ms,
+                False,
+                now,
+                cluster,
+            )
+        if result.batch_is_full or result.new_batch_created:
+            self._sender.wakeup()
+        return result.future
+
+    def _intercepted_callback(self, callback: Any) -> Callable[[Any, Any], None]:
+        interceptors = self._interceptors
+
+        def on_completion(metadata: Any, exception: Any) -> None:
+            interceptors.on_acknowledgement(metadata, exception)
+            if callback is not None:
+                callback(metadata, exception)
+
+        return on_completion
+
+    @staticmethod
+    def _serialize(what: str, serializer: Any, topic: str, obj: Any) -> Any:
+        if serializer is not None:
+            try:
+                obj = serializer(topic, obj)
+            except Exception as exc:
+                raise errors.SerializationError(
+                    f"the {what} serializer failed on {type(obj).__name__}: {exc}"
+                ) from exc
+            if obj is not None and not isinstance(obj, _BYTES_TYPES):
+                raise errors.SerializationError(
+                    f"the {what} serializer returned {type(obj).__name__}, expected bytes"
+                )
+            return obj
+        if obj is None or isinstance(obj, _BYTES_TYPES):
+            return obj
+        raise errors.SerializationError(
+            f"{what} must be bytes, bytearray, memoryview or None without a {what}_serializer; "
+            f"got {type(obj).__name__}"
+        )
+
+    def _partition(
+        self,
+        topic: str,
+        key: Any,
+        key_bytes: Any,
+        value: Any,
+        value_bytes: Any,
+        cluster: Cluster,
+        count: int,
+    ) -> int:
+        if self._partitioner is not None:
+            part = self._partitioner.partition(topic, key, key_bytes, value, value_bytes, cluster)
+            if not isinstance(part, int) or part < -1 or part >= count:
+                raise errors.InvalidPartitionError(
+                    f"the partitioner returned {part!r} for topic {topic!r} with {count} "
+                    "partitions; expected 0..count-1, or -1 for the built-in choice"
+                )
+            if part >= 0:
+                return part
+        if key_bytes is None or self._ignore_keys:
+            return -1
+        return partition_for_key(key_bytes, count)
+
+    def _wait_on_metadata(self, topic: str, partition: Optional[int], now: int) -> Any:
+        """Java's waitOnMetadata: block until the topic (and partition) is known."""
+        if partition is not None and (
+            isinstance(partition, bool) or not isinstance(partition, int)
+        ):
+            raise errors.InvalidPartitionError(
+                f"partition must be an int, got {type(partition).__name__}"
+            )
+        if partition is not None and partition < 0:
+            raise errors.InvalidPartitionError(f"partition must be >= 0, got {partition}")
+        self._metadata.add(topic, now)
+        begin = self._time_ms()
+        cluster = self._metadata.fetch()
+        count = cluster.partition_count_for_topic(topic)
+        refreshed_for_partition = False
+        while True:
+            if count is not None:
+                if partition is None or partition < count:
+                    self._valid_topics.add(topic)
+                    return cluster, count
+                if refreshed_for_partition:
+                    raise errors.InvalidPartitionError(
+                        f"partition {partition} is out of range for topic {topic!r}, which has "
+                        f"{count} partitions (0..{count - 1})"
+                    )
+                refreshed_for_partition = True
+            elapsed = self._time_ms() - begin
+            remaining = self._max_block_ms - elapsed
+            if remaining <= 0:
+                raise errors.KafkaTimeoutError(
+                    f"topic {topic!r} not present in metadata after {self._max_block_ms} ms "
+                    "(max_block_ms)"
+                )
+            version = self._metadata.request_update_for_topic(topic)
+            self._sender.wakeup()
+            try:
+                self._metadata.await_update(version, remaining)
+            except errors.KafkaTimeoutError:
+                raise errors.KafkaTimeoutError(
+                    f"topic {topic!r} not present in metadata after {self._max_block_ms} ms "
+                    "(max_block_ms)"
+                ) from None
+            if self._closed:
+                raise errors.ProducerClosedError(
+                    "the producer was closed while waiting for metadata"
+                )
+            self._metadata.maybe_throw_exception_for_topic(topic)
+            cluster = self._metadata.fetch()
+            count = cluster.partition_count_for_topic(topic)
+
+    # ------------------------------------------------------------------ flush / close / info
+    def flush(self, timeout: Optional[float] = None) -> None:
+        """Send every record sent so far and wait until each completed (success or error)."""
+        self._accumulator.begin_flush()
+        self._sender.wakeup()
+        if not self._accumulator.await_flush_completion(timeout):
+            raise errors.KafkaTimeoutError(f"flush did not complete within {timeout} s")
+
+    def close(self, timeout: Optional[float] = None) -> None:
+        """Send what was accepted, then stop. ``timeout=0``: abort pending records (each callback
+        gets ``ProducerClosedError`` exactly once). Idempotent."""
+        with self._close_lock:
+            if self._closed and not self._sender.thread.is_alive():
+                return
+            self._closed = True
+        if timeout is None or timeout > 0:
+            self._sender.initiate_close()
+            self._sender.thread.join(timeout)
+            if self._sender.thread.is_alive():
+                log.warning("close timed out after %s s; aborting what is left", timeout)
+        if self._sender.thread.is_alive() or timeout == 0:
+            self._sender.force_close_now()
+            self._sender.thread.join()
+        self._pool.close()
+        self._metadata.close()
+        self._interceptors.close()
+        close_partitioner = getattr(self._partitioner, "close", None)
+        if close_partitioner is not None:
+            close_partitioner()
+
+    def __enter__(self) -> KafkaProducer:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:  # pragma: no cover - best effort at interpreter exit
+        try:
+            if not self._closed:
+                self._sender.force_close_now()
+        except Exception:
+            pass
+
+    def partitions_for(self, topic: str) -> Set[int]:
+        """The partition ids of ``topic`` (waits for its metadata up to ``max_block_ms``)."""
+        if self._closed:
+            raise errors.ProducerClosedError("the producer is closed")
+        _check_topic(topic)
+        cluster, _count = self._wait_on_metadata(topic, None, self._time_ms())
+        return {p.partition for p in cluster.partitions_for_topic(topic)}
+
+    def metrics(self) -> Dict[str, Any]:
+        m = self._sender.metrics
+        batches = max(m.batches_sent, 1)
+        requests = max(m.requests_sent, 1)
+        out: Dict[str, Any] = {
+            "record-send-total": m.records_sent,
+            "record-error-total": m.record_errors,
+            "record-retry-total": m.record_retries,
+            "batch-size-avg": m.batch_bytes_total / batches,
+            "records-per-request-avg": m.records_sent / requests,
+            "request-total": m.requests_sent,
+            "request-latency-avg": m.request_latency_total_ms / max(m.responses, 1),
+            "request-latency-max": m.request_latency_max_ms,
+            "outgoing-byte-total": m.bytes_sent,
+            "buffer-total-bytes": self._total_memory,
+            "buffer-available-bytes": self._pool.available_memory,
+            "bufferpool-wait-queue": self._pool.queued,
+            "producer-id-resets": (
+                self._transaction_manager.resets if self._transaction_manager else 0
+            ),
+        }
+        for node_id, total in m.outgoing_bytes_by_node.items():
+            out[f"node-{node_id}.outgoing-byte-total"] = total
+            out[f"node-{node_id}.request-total"] = m.requests_by_node.get(node_id, 0)
+        return out
+
+    @property
+    def closed(self) -> bool:
+        return self._closed

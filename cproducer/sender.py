@@ -1,0 +1,419 @@
+"""Sender: the background I/O thread (Java's ``producer.internals.Sender``).
+
+One loop, ``run_once``: get a producer id if idempotence needs one → ``accumulator.ready`` → make
+sure each ready node has a connection → ``accumulator.drain`` up to ``max.request.size`` per node →
+expire batches past ``delivery.timeout.ms`` → one Produce request per node → ``client.poll``.
+Produce responses complete batches (base offset, log-append time) or retry them with backoff,
+split them (MESSAGE_TOO_LARGE) or fail them. Per-request work is plain Python; per-record work
+stays in the accumulator's Cython code.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any, Callable, Dict, List
+
+from cproducer import errors
+from cproducer.cluster import TopicPartition
+from cproducer.protocol import InitProducerIdRequest, ProduceRequest
+
+log = logging.getLogger("cproducer.sender")
+
+
+def _now_ms() -> int:
+    return int(time.monotonic() * 1000)
+
+
+class SenderMetrics:
+    """Counters the producer's ``metrics()`` reports (Java's SenderMetricsRegistry, a subset)."""
+
+    def __init__(self) -> None:
+        self.records_sent = 0
+        self.batches_sent = 0
+        self.requests_sent = 0
+        self.bytes_sent = 0
+        self.record_errors = 0
+        self.record_retries = 0
+        self.outgoing_bytes_by_node: Dict[int, int] = {}
+        self.requests_by_node: Dict[int, int] = {}
+        self.batch_bytes_total = 0
+        self.request_latency_total_ms = 0
+        self.request_latency_max_ms = 0
+        self.responses = 0
+
+
+class Sender:
+    def __init__(
+        self,
+        client: Any,
+        metadata: Any,
+        accumulator: Any,
+        *,
+        guarantee_message_order: bool,
+        max_request_size: int,
+        acks: int,
+        retries: int,
+        request_timeout_ms: int,
+        delivery_timeout_ms: int,
+        retry_backoff_ms: int,
+        transaction_manager: Any = None,
+        client_id: str = "",
+        time_ms: Callable[[], int] = _now_ms,
+    ) -> None:
+        self.client = client
+        self.metadata = metadata
+        self.accumulator = accumulator
+        self.guarantee_message_order = guarantee_message_order
+        self.max_request_size = max_request_size
+        self.acks = acks
+        self.retries = retries
+        self.request_timeout_ms = request_timeout_ms
+        self.delivery_timeout_ms = delivery_timeout_ms
+        self.retry_backoff_ms = retry_backoff_ms
+        self.transaction_manager = transaction_manager
+        self.time_ms = time_ms
+        self.metrics = SenderMetrics()
+        # Java's inFlightBatches: batches drained and sent, by partition (for delivery timeouts)
+        self.in_flight_batches: Dict[TopicPartition, List[Any]] = {}
+        self._init_pid_in_flight = False
+        self._init_pid_backoff_until = 0
+        self.running = True
+        self.force_close = False
+        self.thread = threading.Thread(
+            target=self.run, name=f"kafka-producer-network-thread | {client_id}", daemon=True
+        )
+
+    # ------------------------------------------------------------------ thread
+    def start(self) -> None:
+        self.thread.start()
+
+    def wakeup(self) -> None:
+        self.client.wakeup()
+
+    def initiate_close(self) -> None:
+        self.accumulator.close()
+        self.running = False
+        self.wakeup()
+
+    def force_close_now(self) -> None:
+        self.force_close = True
+        self.initiate_close()
+
+    def run(self) -> None:
+        log.debug("starting the producer I/O thread")
+        while self.running:
+            self._run_once_safely()
+        # graceful close: send everything that was accepted
+        while not self.force_close and (
+            self.accumulator.has_undrained()
+            or self.client.in_flight_request_count() > 0
+            or self._has_pending_in_flight()
+        ):
+            self._run_once_safely()
+        if self.force_close:
+            self._fail_in_flight(errors.ProducerClosedError("producer closed forcefully"))
+            self.accumulator.abort_incomplete_batches(
+                errors.ProducerClosedError("producer closed forcefully before the record was sent")
+            )
+        try:
+            self.client.close()
+        except Exception:  # pragma: no cover - closing sockets
+            log.exception("error closing the network client")
+        log.debug("producer I/O thread stopped")
+
+    def _run_once_safely(self) -> None:
+        try:
+            self.run_once()
+        except Exception:
+            log.exception("uncaught error in the producer I/O thread")
+            time.sleep(0.01)
+
+    def _has_pending_in_flight(self) -> bool:
+        return any(self.in_flight_batches.values())
+
+    # ------------------------------------------------------------------ one iteration
+    def run_once(self) -> None:
+        tm = self.transaction_manager
+        if tm is not None and tm.fatal_error is not None:
+            self.accumulator.abort_undrained_batches(tm.fatal_error)
+        if tm is not None and tm.needs_producer_id():
+            self._maybe_init_producer_id()
+        now = self.time_ms()
+        poll_timeout = self.send_producer_data(now)
+        self.client.poll(poll_timeout, self.time_ms())
+
+    def _maybe_init_producer_id(self) -> None:
+        """Send InitProducerId to the least-loaded node once nothing is in flight."""
+        tm = self.transaction_manager
+        now = self.time_ms()
+        if self._init_pid_in_flight or now < self._init_pid_backoff_until:
+            return
+        if tm.reset_requested() and (
+            self.client.in_flight_request_count() > 0 or self._has_pending_in_flight()
+        ):
+            return  # let every answer come back before the id changes
+        node = self.client.least_loaded_node(now, self.metadata.fetch().nodes)
+        if node is None:
+            self.metadata.request_update()
+            return
+        if not self.client.ready(node, now):
+            return
+        version = self.client.api_version_for(node.id, InitProducerIdRequest)
+        request = InitProducerIdRequest(
+            transactional_id=None, transaction_timeout_ms=60000, producer_id=-1, producer_epoch=-1
+        )
+        self._init_pid_in_flight = True
+        self.client.send(
+            self._client_request(node.id, request, version, now, self._handle_init_pid_response),
+            now,
+        )
+
+    def _handle_init_pid_response(self, response: Any) -> None:
+        self._init_pid_in_flight = False
+        tm = self.transaction_manager
+        body = response.response
+        if response.disconnected or response.timed_out or body is None:
+            self._init_pid_backoff_until = self.time_ms() + self.retry_backoff_ms
+            return
+        err = errors.for_code(body.error_code)
+        if err is None:
+            tm.set_producer_id_and_epoch(body.producer_id, body.producer_epoch)
+        elif err.retriable or isinstance(err, errors.UnknownServerError):
+            log.info("InitProducerId failed (%s); retrying", err)
+            self._init_pid_backoff_until = self.time_ms() + self.retry_backoff_ms
+        else:
+            log.error("InitProducerId failed fatally: %s", err)
+            tm.transition_to_fatal_error(err)
+
+    def send_producer_data(self, now: int) -> int:
+        cluster = self.metadata.fetch()
+        result = self.accumulator.ready(cluster, now)
+        if result.unknown_leader_topics:
+            for topic in result.unknown_leader_topics:
+                self.metadata.add(topic, now)
+            self.metadata.request_update()
+
+        ready_nodes = set(result.ready_nodes)
+        not_ready_timeout = 2**62
+        for node_id in list(ready_nodes):
+            node = cluster.node_by_id(node_id)
+            if node is None or not self.client.ready(node, now):
+                ready_nodes.discard(node_id)
+                self.accumulator.update_node_latency_stats(node_id, now, False)
+                if node is not None:
+                    not_ready_timeout = min(
+                        not_ready_timeout, self.client.connection_delay(node, now)
+                    )
+            else:
+                self.accumulator.update_node_latency_stats(node_id, now, True)
+
+        batches = self.accumulator.drain(cluster, ready_nodes, self.max_request_size, now)
+        for node_batches in batches.values():
+            for batch in node_batches:
+                self.in_flight_batches.setdefault(batch.topic_partition, []).append(batch)
+                if self.guarantee_message_order:
+                    self.accumulator.mute_partition(batch.topic_partition)
+
+        expired = self._expired_in_flight_batches(now) + list(self.accumulator.expired_batches(now))
+        for batch in expired:
+            msg = (
+                f"Expiring {batch.record_count} record(s) for {batch.topic_partition}: "
+                f"{now - batch.created_ms} ms has passed since batch creation "
+                f"(delivery.timeout.ms={self.delivery_timeout_ms})"
+            )
+            self._fail_batch(batch, errors.KafkaTimeoutError(msg), adjust_sequences=False, now=now)
+
+        poll_timeout = min(result.next_ready_check_delay_ms, not_ready_timeout)
+        if ready_nodes:
+            poll_timeout = 0
+        poll_timeout = max(0, min(poll_timeout, 1000))
+        for node_id, node_batches in batches.items():
+            if node_batches:
+                self._send_produce_request(node_id, node_batches, now)
+        return poll_timeout
+
+    def _expired_in_flight_batches(self, now: int) -> List[Any]:
+        out = []
+        for tp, batches in list(self.in_flight_batches.items()):
+            for batch in list(batches):
+                if batch.has_reached_delivery_timeout(self.delivery_timeout_ms, now):
+                    batches.remove(batch)
+                    if self.guarantee_message_order:
+                        self.accumulator.unmute_partition(tp)
+                    out.append(batch)
+                    # a batch may be re-enqueued later; only fail it here if still undone
+            if not batches:
+                self.in_flight_batches.pop(tp, None)
+        return [b for b in out if not b.is_done]
+
+    def _remove_in_flight(self, batch: Any) -> None:
+        batches = self.in_flight_batches.get(batch.topic_partition)
+        if batches is not None:
+            try:
+                batches.remove(batch)
+            except ValueError:
+                pass
+            if not batches:
+                self.in_flight_batches.pop(batch.topic_partition, None)
+
+    def _fail_in_flight(self, exc: BaseException) -> None:
+        now = self.time_ms()
+        for batches in list(self.in_flight_batches.values()):
+            for batch in list(batches):
+                self._fail_batch(batch, exc, adjust_sequences=False, now=now)
+        self.in_flight_batches.clear()
+
+    # ------------------------------------------------------------------ produce requests
+    def _client_request(
+        self, node_id: int, request: Any, version: int, now: int, callback: Callable[[Any], None]
+    ) -> Any:
+        from cproducer.network import ClientRequest
+
+        return ClientRequest(
+            node_id=node_id,
+            request=request,
+            api_version=version,
+            created_ms=now,
+            callback=callback,
+            request_timeout_ms=self.request_timeout_ms,
+            expect_response=request.expect_response(),
+        )
+
+    def _send_produce_request(self, node_id: int, batches: List[Any], now: int) -> None:
+        topic_data: Dict[str, List[Any]] = {}
+        by_tp: Dict[TopicPartition, Any] = {}
+        size = 0
+        records = 0
+        for batch in batches:
+            tp = batch.topic_partition
+            buf = batch.buffer()
+            size += len(buf)
+            records += batch.record_count
+            topic_data.setdefault(tp.topic, []).append((tp.partition, buf))
+            by_tp[tp] = batch
+        request = ProduceRequest(
+            acks=self.acks,
+            timeout_ms=self.request_timeout_ms,
+            topic_data=topic_data,
+            transactional_id=None,
+        )
+        version = self.client.api_version_for(node_id, ProduceRequest)
+        m = self.metrics
+        m.requests_sent += 1
+        m.batches_sent += len(batches)
+        m.records_sent += records
+        m.bytes_sent += size
+        m.batch_bytes_total += size
+        m.outgoing_bytes_by_node[node_id] = m.outgoing_bytes_by_node.get(node_id, 0) + size
+        m.requests_by_node[node_id] = m.requests_by_node.get(node_id, 0) + 1
+
+        def on_response(response: Any) -> None:
+            self._handle_produce_response(response, by_tp, now)
+
+        self.client.send(self._client_request(node_id, request, version, now, on_response), now)
+
+    def _handle_produce_response(
+        self, response: Any, batches: Dict[TopicPartition, Any], sent_ms: int
+    ) -> None:
+        now = self.time_ms()
+        m = self.metrics
+        m.responses += 1
+        latency = now - sent_ms
+        m.request_latency_total_ms += latency
+        m.request_latency_max_ms = max(m.request_latency_max_ms, latency)
+        if response.disconnected or response.timed_out or response.error is not None:
+            why = "timed out" if response.timed_out else "disconnected"
+            exc = response.error or errors.NetworkError(
+                f"the connection to node {response.destination} {why} before the answer arrived"
+            )
+            if not isinstance(exc, errors.KafkaError):
+                exc = errors.NetworkError(str(exc))
+            for batch in batches.values():
+                self._complete_batch_with_error(batch, exc, -1, now)
+            return
+        body = response.response
+        if body is None:
+            # acks=0: nothing comes back; the batch is done once it was written
+            for batch in batches.values():
+                self._complete_batch(batch, -1, -1, now)
+            return
+        for tp, batch in batches.items():
+            part = body.responses.get((tp.topic, tp.partition))
+            if part is None:
+                exc = errors.IllegalStateError(f"the Produce response has no entry for {tp}")
+                self._fail_batch(batch, exc, adjust_sequences=False, now=now)
+                continue
+            err = errors.for_code(part.error_code, part.error_message)
+            if err is None:
+                self._complete_batch(batch, part.base_offset, part.log_append_time_ms, now)
+            else:
+                self._complete_batch_with_error(batch, err, part.log_start_offset, now, part)
+
+    def _complete_batch_with_error(
+        self, batch: Any, err: BaseException, log_start_offset: int, now: int, part: Any = None
+    ) -> None:
+        tp = batch.topic_partition
+        tm = self.transaction_manager
+        if (
+            isinstance(err, errors.MessageSizeTooLargeError)
+            and batch.record_count > 1
+            and not batch.is_done
+        ):
+            log.info(
+                "splitting a batch of %d records for %s (MESSAGE_TOO_LARGE)", batch.record_count, tp
+            )
+            self._remove_in_flight(batch)
+            if tm is not None:
+                tm.handle_failed_batch(batch, err, adjust_sequences=False)
+            self.accumulator.split_and_reenqueue(batch)
+            self.accumulator.deallocate(batch)
+            if self.guarantee_message_order:
+                self.accumulator.unmute_partition(tp)
+            return
+        if self._can_retry(batch, err, log_start_offset, now):
+            log.debug("retrying a batch for %s (attempt %d): %s", tp, batch.attempts + 1, err)
+            self.metrics.record_retries += batch.record_count
+            self._remove_in_flight(batch)
+            self.accumulator.reenqueue(batch, now)
+            if self.guarantee_message_order:
+                self.accumulator.unmute_partition(tp)
+        elif isinstance(err, errors.DuplicateSequenceNumberError):
+            # the broker already has this batch: success (its offset is not known here)
+            self._complete_batch(batch, -1, -1, now)
+        else:
+            if part is not None and part.record_errors:
+                detail = "; ".join(f"record {i}: {msg}" for i, msg in part.record_errors)
+                err = type(err)(f"{err.args[0] if err.args else ''} {detail}".strip())
+            self._fail_batch(batch, err, adjust_sequences=batch.attempts < self.retries, now=now)
+        if getattr(err, "invalid_metadata", False):
+            self.metadata.request_update()
+
+    def _can_retry(self, batch: Any, err: BaseException, log_start_offset: int, now: int) -> bool:
+        if batch.has_reached_delivery_timeout(self.delivery_timeout_ms, now):
+            return False
+        if batch.attempts >= self.retries or batch.is_done:
+            return False
+        if self.transaction_manager is not None:
+            return bool(self.transaction_manager.can_retry(err, batch, log_start_offset))
+        return bool(getattr(err, "retriable", False))
+
+    def _complete_batch(self, batch: Any, base_offset: int, log_append_time: int, now: int) -> None:
+        self._remove_in_flight(batch)
+        if self.transaction_manager is not None:
+            self.transaction_manager.handle_completed_batch(batch, base_offset)
+        if batch.complete(base_offset, log_append_time):
+            self.accumulator.deallocate(batch)
+        if self.guarantee_message_order:
+            self.accumulator.unmute_partition(batch.topic_partition)
+
+    def _fail_batch(self, batch: Any, exc: BaseException, adjust_sequences: bool, now: int) -> None:
+        self._remove_in_flight(batch)
+        if self.transaction_manager is not None:
+            self.transaction_manager.handle_failed_batch(batch, exc, adjust_sequences)
+        self.metrics.record_errors += batch.record_count
+        if batch.complete_exceptionally(exc, None):
+            self.accumulator.deallocate(batch)
+        if self.guarantee_message_order:
+            self.accumulator.unmute_partition(batch.topic_partition)
