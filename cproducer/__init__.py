@@ -1,6 +1,35 @@
-"""cproducer: a Cython-compiled, high-performance Apache Kafka producer for Python."""
+"""cproducer: a Cython-compiled, high-performance Apache Kafka producer for Python.
+
+    from cproducer import KafkaProducer
+    producer = KafkaProducer(bootstrap_servers="localhost:9092")
+    producer.send("topic", b"value", key=b"key").get(timeout=10)
+"""
+
+from typing import Any
 
 from cproducer import errors
 
 __version__ = "0.1.0"
-__all__ = ["errors", "__version__"]
+
+_LAZY = {
+    "KafkaProducer": ("cproducer.producer", "KafkaProducer"),
+    "RecordMetadata": ("cproducer._accumulator", "RecordMetadata"),
+    "FutureRecordMetadata": ("cproducer._accumulator", "FutureRecordMetadata"),
+    "TopicPartition": ("cproducer.cluster", "TopicPartition"),
+    "LocalBroker": ("cproducer.localbroker", "LocalBroker"),
+}
+
+__all__ = ["errors", "__version__", *_LAZY]
+
+
+def __getattr__(name: str) -> Any:
+    # Imported on first use: `import cproducer` stays cheap and never needs the network stack.
+    try:
+        module_name, attr = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module 'cproducer' has no attribute {name!r}") from None
+    import importlib
+
+    value = getattr(importlib.import_module(module_name), attr)
+    globals()[name] = value
+    return value

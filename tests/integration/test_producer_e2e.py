@@ -1,0 +1,328 @@
+"""KafkaProducer end to end against a real broker (Tansu), read back with librdkafka."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+import uuid
+from collections import Counter
+from typing import Any, Dict, List, Optional, Tuple
+
+import pytest
+from confluent_kafka import Producer as CKProducer
+
+from cproducer import KafkaProducer, errors
+from cproducer.localbroker import LocalBroker
+from tests.integration.readback import by_partition, read_back
+
+
+def _topic(broker: LocalBroker, partitions: int) -> str:
+    name = f"e2e-{uuid.uuid4().hex[:10]}"
+    broker.create_topic(name, partitions)
+    return name
+
+
+class Completions:
+    """Records every callback call, to check each record completes exactly once."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.calls: Dict[int, List[Tuple[Any, Optional[BaseException]]]] = {}
+
+    def callback(self, index: int):
+        def on_completion(metadata: Any, exc: Optional[BaseException]) -> None:
+            with self.lock:
+                self.calls.setdefault(index, []).append((metadata, exc))
+
+        return on_completion
+
+    def assert_each_once(self, n: int) -> None:
+        assert sorted(self.calls) == list(range(n)), "some record never completed"
+        twice = [i for i, c in self.calls.items() if len(c) != 1]
+        assert not twice, f"records completed more than once: {twice[:10]}"
+
+
+@pytest.mark.parametrize("codec", [None, "gzip", "snappy", "lz4", "zstd"])
+def test_codecs_round_trip_and_offsets_match(broker: LocalBroker, codec: Optional[str]) -> None:
+    topic = _topic(broker, 3)
+    n = 600
+    with KafkaProducer(
+        bootstrap_servers=broker.bootstrap_servers, compression_type=codec, linger_ms=2
+    ) as producer:
+        futures = []
+        for i in range(n):
+            key = None if i % 7 == 0 else f"key-{i % 50}".encode()
+            headers = [("h", f"{i}".encode()), ("ü-ключ", None)] if i % 3 == 0 else None
+            value = None if i % 11 == 0 else (f"value-{i}-" * (1 + i % 5)).encode()
+            futures.append((key, value, headers, producer.send(topic, value, key, headers)))
+        producer.flush()
+        metas = [(k, v, h, f.get(timeout=10)) for k, v, h, f in futures]
+    records = read_back(broker.bootstrap_servers, topic, 3, n)
+    assert len(records) == n
+    seen = {(r.partition, r.offset): r for r in records}
+    for key, value, headers, md in metas:
+        r = seen[(md.partition, md.offset)]
+        assert (r.key, r.value) == (key, value)
+        assert r.headers == (headers or [])
+        assert md.topic == topic
+
+
+def test_keyed_partitions_match_librdkafka_murmur2(broker: LocalBroker) -> None:
+    partitions = 7
+    ours, theirs = _topic(broker, partitions), _topic(broker, partitions)
+    keys = [f"user-{i}".encode() for i in range(300)] + [b"", b"\xff" * 40]
+    with KafkaProducer(bootstrap_servers=broker.bootstrap_servers) as producer:
+        futs = [producer.send(ours, b"v", key=k) for k in keys]
+        producer.flush()
+        our_choice = {k: f.get(10).partition for k, f in zip(keys, futs)}
+    ck = CKProducer({"bootstrap.servers": broker.bootstrap_servers, "partitioner": "murmur2_random"})
+    for k in keys:
+        ck.produce(theirs, b"v", key=k)
+    assert ck.flush(10) == 0
+    records = read_back(broker.bootstrap_servers, theirs, partitions, len(keys))
+    their_choice = {r.key or b"": r.partition for r in records}
+    assert our_choice == their_choice
+
+
+def test_unkeyed_records_spread_in_sticky_runs(broker: LocalBroker) -> None:
+    topic = _topic(broker, 4)
+    n = 4000
+    with KafkaProducer(
+        bootstrap_servers=broker.bootstrap_servers, batch_size=4096, linger_ms=0
+    ) as producer:
+        futs = [producer.send(topic, b"x" * 100) for _ in range(n)]
+        producer.flush()
+        parts = [f.get(10).partition for f in futs]
+    counts = Counter(parts)
+    assert set(counts) == {0, 1, 2, 3}, counts
+    # sticky: the partition changes far less often than once per record
+    switches = sum(1 for a, b in zip(parts, parts[1:]) if a != b)
+    assert switches < n / 20, switches
+    assert max(counts.values()) < 2 * min(counts.values()), counts
+
+
+def test_explicit_partition_timestamp_and_nulls(broker: LocalBroker) -> None:
+    topic = _topic(broker, 3)
+    ts = 1_600_000_000_123
+    with KafkaProducer(bootstrap_servers=broker.bootstrap_servers) as producer:
+        f1 = producer.send(topic, b"v1", key=b"k", partition=2, timestamp_ms=ts)
+        f2 = producer.send(topic, None, key=None, partition=1)
+        m1, m2 = f1.get(10), f2.get(10)
+    assert (m1.partition, m2.partition) == (2, 1)
+    assert m1.timestamp == ts
+    recs = {r.partition: r for r in read_back(broker.bootstrap_servers, topic, 3, 2)}
+    assert recs[2].timestamp == ts and recs[2].value == b"v1"
+    assert recs[1].key is None and recs[1].value is None
+
+
+@pytest.mark.parametrize("acks", [0, 1, "all"])
+def test_acks(broker: LocalBroker, acks: Any) -> None:
+    topic = _topic(broker, 2)
+    n = 300
+    with KafkaProducer(
+        bootstrap_servers=broker.bootstrap_servers, acks=acks, enable_idempotence=False
+    ) as producer:
+        futs = [producer.send(topic, f"{i}".encode()) for i in range(n)]
+        producer.flush()
+        metas = [f.get(10) for f in futs]
+    if acks == 0:
+        assert all(m.offset == -1 for m in metas)
+    else:
+        assert len({(m.partition, m.offset) for m in metas}) == n
+    assert len(read_back(broker.bootstrap_servers, topic, 2, n)) == n
+
+
+def test_eight_threads_share_one_producer(broker: LocalBroker) -> None:
+    topic = _topic(broker, 4)
+    per_thread = 2000
+    done = Completions()
+    with KafkaProducer(bootstrap_servers=broker.bootstrap_servers) as producer:
+
+        def work(t: int) -> None:
+            for i in range(per_thread):
+                idx = t * per_thread + i
+                producer.send(
+                    topic, f"{t}:{i}".encode(), key=f"t{t}".encode(), callback=done.callback(idx)
+                )
+
+        threads = [threading.Thread(target=work, args=(t,)) for t in range(8)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        producer.flush()
+    done.assert_each_once(8 * per_thread)
+    assert all(exc is None for calls in done.calls.values() for _, exc in calls)
+    records = read_back(broker.bootstrap_servers, topic, 4, 8 * per_thread)
+    values = [r.value for r in records]
+    assert len(values) == len(set(values)) == 8 * per_thread
+    # per-thread order kept within its partition (one key per thread)
+    for rs in by_partition(records).values():
+        last: Dict[int, int] = {}
+        for r in rs:
+            t, i = map(int, (r.value or b"").split(b":"))
+            assert i > last.get(t, -1)
+            last[t] = i
+
+
+def test_flush_then_close_timeout_zero_fails_pending_exactly_once(broker: LocalBroker) -> None:
+    topic = _topic(broker, 2)
+    done = Completions()
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers, linger_ms=60000)
+    for i in range(100):
+        producer.send(topic, b"a", callback=done.callback(i))
+    producer.flush()
+    assert len(done.calls) == 100 and all(c[0][1] is None for c in done.calls.values())
+    # long linger: these stay in the accumulator until close(timeout=0) aborts them
+    for i in range(100, 300):
+        producer.send(topic, b"b", callback=done.callback(i))
+    producer.close(timeout=0)
+    done.assert_each_once(300)
+    aborted = [done.calls[i][0][1] for i in range(100, 300)]
+    assert all(isinstance(e, errors.KafkaError) for e in aborted)
+    with pytest.raises(errors.ProducerClosedError):
+        producer.send(topic, b"late")
+    producer.close()  # idempotent
+
+
+def test_close_sends_everything_first(broker: LocalBroker) -> None:
+    topic = _topic(broker, 1)
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers, linger_ms=1000)
+    futs = [producer.send(topic, b"c") for _ in range(50)]
+    producer.close()
+    assert all(f.is_done and f.succeeded() for f in futs)
+    assert len(read_back(broker.bootstrap_servers, topic, 1, 50)) == 50
+
+
+def test_bad_input_is_refused_and_accepted_records_unaffected(broker: LocalBroker) -> None:
+    topic = _topic(broker, 3)
+    with KafkaProducer(
+        bootstrap_servers=broker.bootstrap_servers, max_request_size=10_000
+    ) as producer:
+        good = producer.send(topic, b"good-1")
+        with pytest.raises(errors.InvalidPartitionError, match="out of range"):
+            producer.send(topic, b"x", partition=3)
+        with pytest.raises(errors.InvalidPartitionError, match=">= 0"):
+            producer.send(topic, b"x", partition=-1)
+        with pytest.raises(errors.SerializationError, match="value must be bytes"):
+            producer.send(topic, "a str")
+        with pytest.raises(errors.SerializationError, match="key must be bytes"):
+            producer.send(topic, b"x", key=42)
+        with pytest.raises(errors.RecordTooLargeError, match="max.request.size"):
+            producer.send(topic, b"x" * 20_000)
+        with pytest.raises(errors.SerializationError, match=r"headers\[0\]"):
+            producer.send(topic, b"x", headers=[(b"bytes-key", b"v")])
+        with pytest.raises(errors.SerializationError, match="headers"):
+            producer.send(topic, b"x", headers={"a": b"b"})
+        with pytest.raises(errors.InvalidTopicError, match="empty"):
+            producer.send("", b"x")
+        with pytest.raises(errors.InvalidTopicError, match="characters"):
+            producer.send("bad topic!", b"x")
+        good2 = producer.send(topic, b"good-2")
+        producer.flush()
+        assert good.get(10).offset >= 0 and good2.get(10).offset >= 0
+    records = read_back(broker.bootstrap_servers, topic, 3, 2)
+    assert sorted(r.value for r in records) == [b"good-1", b"good-2"]
+
+
+def test_unreachable_bootstrap_fails_within_max_block_ms() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed once we leave: nothing listens there
+    producer = KafkaProducer(bootstrap_servers=f"127.0.0.1:{port}", max_block_ms=800)
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(errors.KafkaTimeoutError, match="not present in metadata"):
+            producer.send("some-topic", b"x")
+        assert time.monotonic() - t0 < 5
+    finally:
+        producer.close(timeout=1)
+
+
+def test_server_answering_junk_gives_clear_error_no_hang() -> None:
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(8)
+    stop = threading.Event()
+
+    def serve() -> None:
+        srv.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                conn, _ = srv.accept()
+            except OSError:
+                continue
+            try:
+                conn.recv(1024)
+                conn.sendall(b"\x00\x00\x00\x08garbage!" * 3)
+            except OSError:
+                pass
+            finally:
+                conn.close()
+
+    th = threading.Thread(target=serve, daemon=True)
+    th.start()
+    producer = KafkaProducer(
+        bootstrap_servers=f"127.0.0.1:{srv.getsockname()[1]}", max_block_ms=1000
+    )
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(errors.KafkaTimeoutError):
+            producer.send("t", b"x")
+        assert time.monotonic() - t0 < 5
+        assert producer._sender.thread.is_alive()
+    finally:
+        producer.close(timeout=1)
+        stop.set()
+        srv.close()
+
+
+def test_idempotent_producer_no_duplicates(broker: LocalBroker) -> None:
+    topic = _topic(broker, 2)
+    n = 3000
+    with KafkaProducer(
+        bootstrap_servers=broker.bootstrap_servers, enable_idempotence=True, batch_size=2048
+    ) as producer:
+        futs = [producer.send(topic, f"{i}".encode(), key=f"{i % 2}".encode()) for i in range(n)]
+        producer.flush()
+        assert producer._transaction_manager is not None
+        assert producer._transaction_manager.has_producer_id()
+        assert all(f.get(10).offset >= 0 for f in futs)
+    values = [r.value for r in read_back(broker.bootstrap_servers, topic, 2, n)]
+    assert len(values) == len(set(values)) == n
+
+
+def test_broker_killed_and_restarted_every_record_completes_once() -> None:
+    with LocalBroker() as own:
+        topic = f"fault-{uuid.uuid4().hex[:8]}"
+        own.create_topic(topic, 2)
+        done = Completions()
+        producer = KafkaProducer(
+            bootstrap_servers=own.bootstrap_servers,
+            delivery_timeout_ms=8000,
+            request_timeout_ms=2000,
+            linger_ms=5,
+            retry_backoff_ms=50,
+            reconnect_backoff_ms=20,
+            reconnect_backoff_max_ms=200,
+        )
+        n = 4000
+        try:
+            for i in range(n):
+                producer.send(topic, f"{i}".encode(), callback=done.callback(i))
+                if i == n // 2:
+                    own.kill()
+                    time.sleep(0.3)
+                    own.start()
+                    own.create_topic(topic, 2)  # memory storage starts empty
+            producer.flush(timeout=30)
+        finally:
+            producer.close(timeout=10)
+        done.assert_each_once(n)
+        delivered = [i for i, c in done.calls.items() if c[0][1] is None]
+        failed = [i for i, c in done.calls.items() if c[0][1] is not None]
+        assert delivered, "nothing was delivered after the restart"
+        assert all(isinstance(done.calls[i][0][1], errors.KafkaError) for i in failed)
+        values = [r.value for r in read_back(own.bootstrap_servers, topic, 2, len(delivered))]
+        assert len(values) == len(set(values)), "a record was delivered twice"
