@@ -76,7 +76,9 @@ def test_keyed_partitions_match_librdkafka_murmur2(broker: LocalBroker) -> None:
         futs = [producer.send(ours, b"v", key=k) for k in keys]
         producer.flush()
         our_choice = {k: f.get(10).partition for k, f in zip(keys, futs)}
-    ck = CKProducer({"bootstrap.servers": broker.bootstrap_servers, "partitioner": "murmur2_random"})
+    ck = CKProducer(
+        {"bootstrap.servers": broker.bootstrap_servers, "partitioner": "murmur2_random"}
+    )
     for k in keys:
         ck.produce(theirs, b"v", key=k)
     assert ck.flush(10) == 0
