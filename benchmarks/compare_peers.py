@@ -1,0 +1,225 @@
+"""Peer comparison: cproducer vs confluent-kafka, kafka-python and aiokafka, same run, same broker.
+
+One fresh LocalBroker; each client runs in its own child process (so the CPU time measured is its
+own, all threads included); each gets its own topic. The workload: N x 100-byte values, 1,000
+distinct keys, lz4, linger 5 ms, acks=all, 6 partitions, every record acknowledged (the count is
+checked). Prints msg/s, client CPU us per message and ratios to confluent-kafka.
+
+    python benchmarks/compare_peers.py [--records 300000] [--clients confluent,send,send_many,...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import platform
+import resource
+import sys
+import time
+from typing import Any, Callable, Dict, List
+
+VALUE_SIZE = 100
+DISTINCT_KEYS = 1000
+PARTITIONS = 6
+
+
+def _workload(n: int):
+    keys = [f"key-{i:06d}".encode() for i in range(DISTINCT_KEYS)]
+    value = b"v" * VALUE_SIZE
+    return keys, value
+
+
+def _cpu_s() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def run_confluent(bootstrap: str, topic: str, n: int) -> int:
+    from confluent_kafka import Producer
+
+    keys, value = _workload(n)
+    p = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "compression.type": "lz4",
+            "linger.ms": 5,
+            "acks": "all",
+            "queue.buffering.max.messages": 1_000_000,
+        }
+    )
+    delivered = [0]
+
+    def on_delivery(err: Any, msg: Any) -> None:
+        if err is None:
+            delivered[0] += 1
+
+    for i in range(n):
+        while True:
+            try:
+                p.produce(topic, value, keys[i % DISTINCT_KEYS], on_delivery=on_delivery)
+                break
+            except BufferError:
+                p.poll(0.01)
+        if i % 1000 == 0:
+            p.poll(0)
+    p.flush(60)
+    return delivered[0]
+
+
+def run_cproducer_send(bootstrap: str, topic: str, n: int) -> int:
+    from cproducer import KafkaProducer
+
+    keys, value = _workload(n)
+    delivered = [0]
+
+    def on_completion(md: Any, exc: Any) -> None:
+        if exc is None:
+            delivered[0] += 1
+
+    with KafkaProducer(
+        bootstrap_servers=bootstrap, compression_type="lz4", linger_ms=5, acks="all"
+    ) as p:
+        send = p.send
+        for i in range(n):
+            send(topic, value, keys[i % DISTINCT_KEYS], callback=on_completion)
+        p.flush()
+    return delivered[0]
+
+
+def run_cproducer_send_many(bootstrap: str, topic: str, n: int) -> int:
+    from cproducer import KafkaProducer
+
+    keys, value = _workload(n)
+    chunk = 10_000
+    all_keys = [keys[i % DISTINCT_KEYS] for i in range(chunk)]
+    values = [value] * chunk
+    futures = []
+    with KafkaProducer(
+        bootstrap_servers=bootstrap, compression_type="lz4", linger_ms=5, acks="all"
+    ) as p:
+        sent = 0
+        while sent < n:
+            m = min(chunk, n - sent)
+            futures.append(p.send_many(topic, values[:m], keys=all_keys[:m]))
+            sent += m
+        p.flush()
+        return sum(f.get(60).count - len(f.get(60).errors) for f in futures)
+
+
+def run_kafka_python(bootstrap: str, topic: str, n: int) -> int:
+    from kafka import KafkaProducer
+
+    keys, value = _workload(n)
+    delivered = [0]
+
+    def ok(_md: Any) -> None:
+        delivered[0] += 1
+
+    p = KafkaProducer(bootstrap_servers=bootstrap, compression_type="lz4", linger_ms=5, acks="all")
+    for i in range(n):
+        p.send(topic, value, key=keys[i % DISTINCT_KEYS]).add_callback(ok)
+    p.flush(60)
+    p.close()
+    return delivered[0]
+
+
+def run_aiokafka(bootstrap: str, topic: str, n: int) -> int:
+    import asyncio
+
+    from aiokafka import AIOKafkaProducer
+
+    keys, value = _workload(n)
+
+    async def main() -> int:
+        p = AIOKafkaProducer(
+            bootstrap_servers=bootstrap, compression_type="lz4", linger_ms=5, acks="all"
+        )
+        await p.start()
+        try:
+            futs = []
+            for i in range(n):
+                futs.append(await p.send(topic, value, key=keys[i % DISTINCT_KEYS]))
+            done = await asyncio.gather(*futs, return_exceptions=True)
+            return sum(1 for d in done if not isinstance(d, BaseException))
+        finally:
+            await p.stop()
+
+    return asyncio.run(main())
+
+
+CLIENTS: Dict[str, Callable[[str, str, int], int]] = {
+    "confluent": run_confluent,
+    "send": run_cproducer_send,
+    "send_many": run_cproducer_send_many,
+    "kafka-python": run_kafka_python,
+    "aiokafka": run_aiokafka,
+}
+
+
+def _child(name: str, bootstrap: str, topic: str, n: int, out: Any) -> None:
+    try:
+        cpu0, t0 = _cpu_s(), time.perf_counter()
+        delivered = CLIENTS[name](bootstrap, topic, n)
+        wall, cpu = time.perf_counter() - t0, _cpu_s() - cpu0
+        out.put({"client": name, "delivered": delivered, "wall_s": wall, "cpu_s": cpu})
+    except Exception as exc:  # reported, not raised: the other clients still run
+        out.put({"client": name, "error": f"{type(exc).__name__}: {exc}"})
+
+
+def main(argv: List[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--records", type=int, default=300_000)
+    ap.add_argument("--clients", default=",".join(CLIENTS))
+    ap.add_argument("--json", help="also write the results here")
+    args = ap.parse_args(argv)
+    from cproducer.localbroker import LocalBroker
+
+    names = [c for c in args.clients.split(",") if c]
+    results = []
+    ctx = mp.get_context("spawn")
+    with LocalBroker() as broker:
+        for name in names:
+            topic = f"peers-{name}-{os.getpid()}"
+            broker.create_topic(topic, PARTITIONS)
+            q = ctx.Queue()
+            proc = ctx.Process(
+                target=_child, args=(name, broker.bootstrap_servers, topic, args.records, q)
+            )
+            proc.start()
+            res = q.get(timeout=900)
+            proc.join()
+            if "error" not in res and res["delivered"] != args.records:
+                res["error"] = f"delivered {res['delivered']} of {args.records}"
+            results.append(res)
+            print(json.dumps(res), file=sys.stderr, flush=True)
+    base = next((r for r in results if r["client"] == "confluent" and "error" not in r), None)
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    )
+    print(
+        f"workload: {args.records} x {VALUE_SIZE} B, {DISTINCT_KEYS} keys, lz4, linger 5 ms, acks=all, {PARTITIONS} partitions"
+    )
+    print(f"{'client':<14}{'msg/s':>12}{'CPU us/msg':>12}{'x msg/s':>10}{'x CPU':>8}")
+    for r in results:
+        if "error" in r:
+            print(f"{r['client']:<14} ERROR {r['error']}")
+            continue
+        rate = args.records / r["wall_s"]
+        cpu_us = r["cpu_s"] / args.records * 1e6
+        if base:
+            base_rate = args.records / base["wall_s"]
+            base_cpu = base["cpu_s"] / args.records * 1e6
+            ratios = f"{rate / base_rate:>10.2f}{cpu_us / base_cpu:>8.2f}"
+        else:
+            ratios = ""
+        print(f"{r['client']:<14}{rate:>12,.0f}{cpu_us:>12.2f}{ratios}")
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(results, fh, indent=2)
+    return 0 if all("error" not in r for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
