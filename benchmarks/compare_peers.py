@@ -199,7 +199,8 @@ def main(argv: List[str] | None = None) -> int:
         f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
     )
     print(
-        f"workload: {args.records} x {VALUE_SIZE} B, {DISTINCT_KEYS} keys, lz4, linger 5 ms, acks=all, {PARTITIONS} partitions"
+        f"workload: {args.records} x {VALUE_SIZE} B, {DISTINCT_KEYS} keys, lz4, linger 5 ms, "
+        f"acks=all, {PARTITIONS} partitions"
     )
     print(f"{'client':<14}{'msg/s':>12}{'CPU us/msg':>12}{'x msg/s':>10}{'x CPU':>8}")
     for r in results:
