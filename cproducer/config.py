@@ -112,10 +112,10 @@ def _servers(name: str, value: Any) -> List[Tuple[str, int]]:
         if isinstance(item, tuple) and len(item) == 2:
             host, port = item
         elif isinstance(item, str):
-            m = re.fullmatch(r"\[?([^\[\]]+?)\]?(?::(\d+))?", item.strip())
+            m = re.fullmatch(r"(?:\[([^\]]+)\]|([^:\[\]\s]+))(?::(\d+))?", item.strip())
             if not m:
                 raise ConfigError(f"{name}: {item!r} is not host:port")
-            host, port = m.group(1), int(m.group(2) or 9092)
+            host, port = m.group(1) or m.group(2), int(m.group(3) or 9092)
         else:
             raise ConfigError(f"{name}: {item!r} is not host:port")
         if not isinstance(port, int) or not 0 < port < 65536:
