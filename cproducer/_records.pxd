@@ -1,0 +1,32 @@
+# RecordBatchBuilder at C level, for other extension modules (the accumulator, send_many).
+from libc.stdint cimport int16_t, int32_t, int64_t
+
+
+cdef class RecordBatchBuilder:
+    cdef object _holder
+    cdef Py_buffer _view
+    cdef bint _has_view
+    cdef unsigned char* _buf
+    cdef Py_ssize_t _capacity
+    cdef Py_ssize_t _write_limit
+    cdef Py_ssize_t _pos
+    cdef int _codec
+    cdef int64_t _first_ts
+    cdef int64_t _max_ts
+    cdef int32_t _count
+    cdef int64_t _producer_id
+    cdef int16_t _producer_epoch
+    cdef int32_t _base_sequence
+    cdef bint _transactional
+    cdef bint _closed
+    cdef object _out
+    cdef Py_ssize_t _size
+    cdef double _ratio
+
+    cdef Py_ssize_t _estimated(self, Py_ssize_t uncompressed) noexcept
+    cdef int append_raw(self, int64_t timestamp, const unsigned char* key, Py_ssize_t key_len,
+                        const unsigned char* value, Py_ssize_t value_len,
+                        object headers) except -2
+    cdef void _write_header(self) noexcept
+    cpdef int try_append(self, long long timestamp, object key, object value,
+                         object headers=*) except -2

@@ -1,0 +1,54 @@
+from typing import Any, Optional, Sequence, Tuple
+
+RECORD_BATCH_OVERHEAD: int
+CODEC_NONE: int
+CODEC_GZIP: int
+CODEC_SNAPPY: int
+CODEC_LZ4: int
+CODEC_ZSTD: int
+COMPRESSION_RATE_ESTIMATION_FACTOR: float
+
+Headers = Optional[Sequence[Tuple[str, Optional[bytes]]]]
+
+def record_size_in_bytes(
+    offset_delta: int, timestamp_delta: int, key: Any, value: Any, headers: Headers = ...
+) -> int: ...
+def estimate_size_in_bytes_upper_bound(key: Any, value: Any, headers: Headers = ...) -> int: ...
+
+class RecordBatchBuilder:
+    def __init__(
+        self,
+        buffer: Any,
+        compression_type: int = ...,
+        write_limit: int = ...,
+        producer_id: int = ...,
+        producer_epoch: int = ...,
+        base_sequence: int = ...,
+        is_transactional: bool = ...,
+        compression_ratio_estimate: float = ...,
+    ) -> None: ...
+    def try_append(self, timestamp: int, key: Any, value: Any, headers: Headers = ...) -> int: ...
+    def has_room_for(
+        self, timestamp: int, key: Any, value: Any, headers: Headers = ...
+    ) -> bool: ...
+    def set_producer_state(
+        self, producer_id: int, producer_epoch: int, base_sequence: int, is_transactional: bool
+    ) -> None: ...
+    def close(self) -> None: ...
+    def buffer(self) -> memoryview: ...
+    num_records: int
+    size_in_bytes: int
+    estimated_size_in_bytes: int
+    uncompressed_size: int
+    write_limit: int
+    capacity: int
+    is_full: bool
+    is_closed: bool
+    compression_type: int
+    first_timestamp: int
+    max_timestamp: int
+    last_offset_delta: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    is_transactional: bool

@@ -1,0 +1,511 @@
+"""RecordBatchBuilder: Java's ``MemoryRecordsBuilder`` for RecordBatch v2 (magic 2).
+
+Wire schema (all integers big-endian; varints zigzag-encoded, as ``DefaultRecord`` writes them):
+
+    RecordBatch =>
+      baseOffset           int64   @0     always 0 from a producer
+      batchLength          int32   @8     bytes after this field
+      partitionLeaderEpoch int32   @12    -1 from a producer
+      magic                int8    @16    2
+      crc                  uint32  @17    CRC-32C of attributes .. end
+      attributes           int16   @21    bits 0-2 codec, 3 timestamp type, 4 transactional
+      lastOffsetDelta      int32   @23
+      baseTimestamp        int64   @27    first record's timestamp
+      maxTimestamp         int64   @35
+      producerId           int64   @43
+      producerEpoch        int16   @51
+      baseSequence         int32   @53
+      recordCount          int32   @57
+      records              @61     compressed as one stream when a codec is set
+    Record =>
+      length varint, attributes int8 (0), timestampDelta varlong, offsetDelta varint,
+      keyLength varint (-1 = null), key, valueLength varint (-1 = null), value,
+      headersCount varint, [headerKeyLength varint, headerKey utf-8,
+                            headerValueLength varint (-1 = null), headerValue]
+
+Records are written straight into a caller-supplied writable buffer (a pooled bytearray of
+``batch.size``): no intermediate copy. ``close()`` compresses the records section when a codec is
+set, fills the header and the CRC, and ``buffer()`` exposes the finished batch as a view.
+"""
+
+from cpython.buffer cimport (
+    PyBUF_SIMPLE,
+    PyBUF_WRITABLE,
+    PyBuffer_Release,
+    PyObject_GetBuffer,
+)
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.unicode cimport PyUnicode_AsUTF8AndSize
+from libc.stdint cimport int16_t, int32_t, int64_t, uint32_t
+from libc.string cimport memcpy
+
+from cproducer._crc32c cimport cp_crc32c_init, crc32c_update
+from cproducer._wire cimport (
+    uvarint_size,
+    varint_size,
+    varlong_size,
+    write_be16,
+    write_be32,
+    write_be64,
+    write_varint,
+    write_varlong,
+)
+
+from cproducer import compression as _compression
+
+cp_crc32c_init()
+
+cdef enum:
+    BASE_OFFSET_OFFSET = 0
+    LENGTH_OFFSET = 8
+    PARTITION_LEADER_EPOCH_OFFSET = 12
+    MAGIC_OFFSET = 16
+    CRC_OFFSET = 17
+    ATTRIBUTES_OFFSET = 21
+    LAST_OFFSET_DELTA_OFFSET = 23
+    BASE_TIMESTAMP_OFFSET = 27
+    MAX_TIMESTAMP_OFFSET = 35
+    PRODUCER_ID_OFFSET = 43
+    PRODUCER_EPOCH_OFFSET = 51
+    BASE_SEQUENCE_OFFSET = 53
+    RECORDS_COUNT_OFFSET = 57
+    RECORDS_OFFSET = 61
+    TRANSACTIONAL_FLAG = 0x10
+    MAX_RECORD_OVERHEAD = 21  # length varint 5 + attributes 1 + timestamp varlong 10 + offset 5
+    NOGIL_COPY = 65536
+
+RECORD_BATCH_OVERHEAD = RECORDS_OFFSET
+CODEC_NONE = 0
+CODEC_GZIP = 1
+CODEC_SNAPPY = 2
+CODEC_LZ4 = 3
+CODEC_ZSTD = 4
+COMPRESSION_RATE_ESTIMATION_FACTOR = 1.05
+cdef double _RATE_FACTOR = 1.05  # Java's COMPRESSION_RATE_ESTIMATION_FACTOR
+
+
+# ------------------------------------------------------------------ sizes
+
+
+cdef Py_ssize_t _headers_size(object headers) except -1:
+    """Bytes the headers take (count varint included); validates them."""
+    cdef Py_ssize_t size, klen, vlen, i = 0
+    cdef const char* kp
+    if headers is None:
+        return 1
+    if not isinstance(headers, (list, tuple)):
+        raise TypeError(
+            f"headers must be a list of (str, bytes or None) pairs, got {type(headers).__name__}"
+        )
+    size = uvarint_size(<uint32_t>(len(headers) << 1))
+    for header in headers:
+        if not isinstance(header, tuple) or len(header) != 2:
+            raise TypeError(f"headers[{i}] must be a (str, bytes or None) pair, got {header!r:.60}")
+        hkey, hvalue = header
+        if not isinstance(hkey, str):
+            raise TypeError(f"headers[{i}][0] (key) must be str, got {type(hkey).__name__}")
+        PyUnicode_AsUTF8AndSize(hkey, &klen)
+        size += varint_size(<int32_t>klen) + klen
+        if hvalue is None:
+            size += 1
+        else:
+            if isinstance(hvalue, bytes):
+                vlen = PyBytes_GET_SIZE(hvalue)
+            else:
+                try:
+                    vlen = memoryview(hvalue).nbytes
+                except TypeError:
+                    raise TypeError(
+                        f"headers[{i}][1] (value) must be bytes-like or None, "
+                        f"got {type(hvalue).__name__}"
+                    ) from None
+            size += varint_size(<int32_t>vlen) + vlen
+        i += 1
+    return size
+
+
+cdef inline Py_ssize_t _body_size(int32_t offset_delta, int64_t timestamp_delta,
+                                  Py_ssize_t key_len, Py_ssize_t value_len,
+                                  Py_ssize_t headers_size) noexcept:
+    cdef Py_ssize_t size = 1 + varlong_size(timestamp_delta) + varint_size(offset_delta)
+    size += 1 if key_len < 0 else varint_size(<int32_t>key_len) + key_len
+    size += 1 if value_len < 0 else varint_size(<int32_t>value_len) + value_len
+    return size + headers_size
+
+
+cdef Py_ssize_t _len_of(object obj, str what) except -2:
+    if obj is None:
+        return -1
+    if isinstance(obj, bytes):
+        return PyBytes_GET_SIZE(obj)
+    try:
+        return memoryview(obj).nbytes
+    except TypeError:
+        raise TypeError(f"{what} must be bytes-like or None, got {type(obj).__name__}") from None
+
+
+def record_size_in_bytes(int offset_delta, long long timestamp_delta, key, value, headers=None):
+    """Exact size of one record (length varint included), as ``DefaultRecord.sizeInBytes``."""
+    cdef Py_ssize_t body = _body_size(offset_delta, timestamp_delta, _len_of(key, "key"),
+                                      _len_of(value, "value"), _headers_size(headers))
+    return uvarint_size(<uint32_t>(body << 1)) + body
+
+
+def estimate_size_in_bytes_upper_bound(key, value, headers=None):
+    """Java's ``estimateSizeInBytesUpperBound`` for magic 2: batch overhead + record bound."""
+    cdef Py_ssize_t klen = _len_of(key, "key"), vlen = _len_of(value, "value")
+    cdef Py_ssize_t size = MAX_RECORD_OVERHEAD + _headers_size(headers)
+    size += 1 if klen < 0 else varint_size(<int32_t>klen) + klen
+    size += 1 if vlen < 0 else varint_size(<int32_t>vlen) + vlen
+    return RECORDS_OFFSET + size
+
+
+# ------------------------------------------------------------------ writing
+
+
+cdef unsigned char* _write_headers(unsigned char* p, object headers) except NULL:
+    cdef Py_ssize_t klen
+    cdef const char* kp
+    cdef Py_buffer hv
+    if headers is None:
+        p[0] = 0
+        return p + 1
+    p = write_varint(p, <int32_t>len(headers))
+    for hkey, hvalue in headers:
+        kp = PyUnicode_AsUTF8AndSize(hkey, &klen)
+        p = write_varint(p, <int32_t>klen)
+        memcpy(p, kp, klen)
+        p += klen
+        if hvalue is None:
+            p = write_varint(p, -1)
+        elif isinstance(hvalue, bytes):
+            p = write_varint(p, <int32_t>PyBytes_GET_SIZE(hvalue))
+            memcpy(p, PyBytes_AS_STRING(hvalue), PyBytes_GET_SIZE(hvalue))
+            p += PyBytes_GET_SIZE(hvalue)
+        else:
+            PyObject_GetBuffer(hvalue, &hv, PyBUF_SIMPLE)
+            p = write_varint(p, <int32_t>hv.len)
+            memcpy(p, hv.buf, hv.len)
+            p += hv.len
+            PyBuffer_Release(&hv)
+    return p
+
+
+cdef class RecordBatchBuilder:
+    """Builds one RecordBatch v2 in a caller-supplied writable buffer.
+
+    ``write_limit`` is the batch.size budget (default: the buffer's length); the first record
+    always goes in when the physical buffer holds it, as in Java.
+    """
+
+    def __cinit__(self):
+        self._has_view = False
+
+    def __init__(self, buffer, int compression_type=0, Py_ssize_t write_limit=-1,
+                 long long producer_id=-1, int producer_epoch=-1, int base_sequence=-1,
+                 bint is_transactional=False, double compression_ratio_estimate=1.0):
+        if compression_type < 0 or compression_type > 4:
+            raise ValueError(f"compression_type must be 0..4, got {compression_type}")
+        if self._has_view:
+            PyBuffer_Release(&self._view)
+            self._has_view = False
+        try:
+            PyObject_GetBuffer(buffer, &self._view, PyBUF_WRITABLE)
+        except (TypeError, BufferError):
+            raise TypeError(
+                f"buffer must be a writable C-contiguous buffer (bytearray, memoryview of one, "
+                f"numpy uint8 array), got {type(buffer).__name__}"
+            ) from None
+        self._has_view = True
+        self._holder = buffer
+        self._buf = <unsigned char*>self._view.buf
+        self._capacity = self._view.len
+        if self._capacity < RECORDS_OFFSET:
+            raise ValueError(
+                f"buffer too small: a batch needs at least {RECORDS_OFFSET} bytes, "
+                f"got {self._capacity}"
+            )
+        self._write_limit = self._capacity if write_limit < 0 else write_limit
+        self._pos = RECORDS_OFFSET
+        self._codec = compression_type
+        self._first_ts = -1
+        self._max_ts = -1
+        self._count = 0
+        self._producer_id = producer_id
+        self._producer_epoch = <int16_t>producer_epoch
+        self._base_sequence = base_sequence
+        self._transactional = is_transactional
+        self._closed = False
+        self._out = None
+        self._size = 0
+        self._ratio = compression_ratio_estimate
+
+    def __dealloc__(self):
+        if self._has_view:
+            PyBuffer_Release(&self._view)
+            self._has_view = False
+
+    cdef Py_ssize_t _estimated(self, Py_ssize_t uncompressed) noexcept:
+        if self._codec == 0:
+            return RECORDS_OFFSET + uncompressed
+        return RECORDS_OFFSET + <Py_ssize_t>(
+            uncompressed * self._ratio * _RATE_FACTOR
+        )
+
+    cdef int append_raw(self, int64_t timestamp, const unsigned char* key, Py_ssize_t key_len,
+                        const unsigned char* value, Py_ssize_t value_len,
+                        object headers) except -2:
+        """Append one record (key_len/value_len -1 = null); -1 when it does not fit."""
+        cdef Py_ssize_t hsize = 1, body, total
+        cdef int64_t ts_delta
+        cdef int32_t offset_delta = self._count
+        cdef unsigned char* p
+        if self._closed:
+            raise RuntimeError("the batch is closed: no more records can be appended")
+        if headers is not None:
+            hsize = _headers_size(headers)
+        ts_delta = 0 if self._count == 0 else timestamp - self._first_ts
+        body = _body_size(offset_delta, ts_delta, key_len, value_len, hsize)
+        total = uvarint_size(<uint32_t>(body << 1)) + body
+        if self._count > 0:
+            if self._estimated(self._pos - RECORDS_OFFSET + total) > self._write_limit:
+                return -1
+            if self._pos + total > self._capacity:
+                return -1
+        elif self._pos + total > self._capacity:
+            raise BufferError(
+                f"buffer too small for this record: need {RECORDS_OFFSET + total} bytes, "
+                f"have {self._capacity}"
+            )
+        p = self._buf + self._pos
+        p = write_varint(p, <int32_t>body)
+        p[0] = 0  # record attributes
+        p = write_varlong(p + 1, ts_delta)
+        p = write_varint(p, offset_delta)
+        if key_len < 0:
+            p = write_varint(p, -1)
+        else:
+            p = write_varint(p, <int32_t>key_len)
+            if key_len >= NOGIL_COPY:
+                with nogil:
+                    memcpy(p, key, key_len)
+            else:
+                memcpy(p, key, key_len)
+            p += key_len
+        if value_len < 0:
+            p = write_varint(p, -1)
+        else:
+            p = write_varint(p, <int32_t>value_len)
+            if value_len >= NOGIL_COPY:
+                with nogil:
+                    memcpy(p, value, value_len)
+            else:
+                memcpy(p, value, value_len)
+            p += value_len
+        if headers is None:
+            p[0] = 0
+            p += 1
+        else:
+            p = _write_headers(p, headers)
+        self._pos += total
+        if self._count == 0:
+            self._first_ts = timestamp
+            self._max_ts = timestamp
+        elif timestamp > self._max_ts:
+            self._max_ts = timestamp
+        self._count += 1
+        return offset_delta
+
+    cpdef int try_append(self, long long timestamp, object key, object value,
+                         object headers=None) except -2:
+        """Append a record; its offset delta, or -1 when it does not fit in write_limit."""
+        cdef Py_buffer kb, vb
+        cdef bint kview = False, vview = False
+        cdef const unsigned char* kp = NULL
+        cdef const unsigned char* vp = NULL
+        cdef Py_ssize_t kl = -1, vl = -1
+        try:
+            if key is not None:
+                if type(key) is bytes:
+                    kp = <const unsigned char*>PyBytes_AS_STRING(key)
+                    kl = PyBytes_GET_SIZE(key)
+                else:
+                    try:
+                        PyObject_GetBuffer(key, &kb, PyBUF_SIMPLE)
+                    except (TypeError, BufferError):
+                        raise TypeError(
+                            f"key must be bytes-like or None, got {type(key).__name__}"
+                        ) from None
+                    kview = True
+                    kp = <const unsigned char*>kb.buf
+                    kl = kb.len
+            if value is not None:
+                if type(value) is bytes:
+                    vp = <const unsigned char*>PyBytes_AS_STRING(value)
+                    vl = PyBytes_GET_SIZE(value)
+                else:
+                    try:
+                        PyObject_GetBuffer(value, &vb, PyBUF_SIMPLE)
+                    except (TypeError, BufferError):
+                        raise TypeError(
+                            f"value must be bytes-like or None, got {type(value).__name__}"
+                        ) from None
+                    vview = True
+                    vp = <const unsigned char*>vb.buf
+                    vl = vb.len
+            return self.append_raw(timestamp, kp, kl, vp, vl, headers)
+        finally:
+            if kview:
+                PyBuffer_Release(&kb)
+            if vview:
+                PyBuffer_Release(&vb)
+
+    def has_room_for(self, long long timestamp, key, value, headers=None):
+        """Java's ``hasRoomFor``: whether try_append would take this record now."""
+        cdef Py_ssize_t body, total
+        if self._closed:
+            return False
+        if self._count == 0:
+            return True
+        body = _body_size(self._count, timestamp - self._first_ts, _len_of(key, "key"),
+                          _len_of(value, "value"), _headers_size(headers))
+        total = uvarint_size(<uint32_t>(body << 1)) + body
+        return (self._estimated(self._pos - RECORDS_OFFSET + total) <= self._write_limit
+                and self._pos + total <= self._capacity)
+
+    def set_producer_state(self, long long producer_id, int producer_epoch, int base_sequence,
+                           bint is_transactional):
+        """Producer id/epoch/base sequence and the transactional flag. After close() the header
+        fields and the CRC are rewritten in place (Java's reopenAndRewriteProducerState)."""
+        self._producer_id = producer_id
+        self._producer_epoch = <int16_t>producer_epoch
+        self._base_sequence = base_sequence
+        self._transactional = is_transactional
+        if self._closed:
+            self._write_header()
+
+    cdef void _write_header(self) noexcept:
+        cdef unsigned char* h
+        cdef int16_t attributes = <int16_t>(self._codec | (TRANSACTIONAL_FLAG if self._transactional else 0))
+        cdef uint32_t crc
+        if self._out is None:
+            h = self._buf
+        else:
+            h = <unsigned char*><char*>self._out
+        write_be64(h + BASE_OFFSET_OFFSET, 0)
+        write_be32(h + LENGTH_OFFSET, <int32_t>(self._size - PARTITION_LEADER_EPOCH_OFFSET))
+        write_be32(h + PARTITION_LEADER_EPOCH_OFFSET, -1)
+        h[MAGIC_OFFSET] = 2
+        write_be16(h + ATTRIBUTES_OFFSET, attributes)
+        write_be32(h + LAST_OFFSET_DELTA_OFFSET, self._count - 1 if self._count > 0 else 0)
+        write_be64(h + BASE_TIMESTAMP_OFFSET, self._first_ts)
+        write_be64(h + MAX_TIMESTAMP_OFFSET, self._max_ts)
+        write_be64(h + PRODUCER_ID_OFFSET, self._producer_id)
+        write_be16(h + PRODUCER_EPOCH_OFFSET, self._producer_epoch)
+        write_be32(h + BASE_SEQUENCE_OFFSET, self._base_sequence)
+        write_be32(h + RECORDS_COUNT_OFFSET, self._count)
+        with nogil:
+            crc = crc32c_update(0, h + ATTRIBUTES_OFFSET, <size_t>(self._size - ATTRIBUTES_OFFSET))
+        write_be32(h + CRC_OFFSET, <int32_t>crc)
+
+    def close(self):
+        """Compress (when a codec is set), fill the header and CRC. Idempotent."""
+        cdef Py_ssize_t n
+        cdef const unsigned char* src
+        cdef unsigned char* dst
+        if self._closed:
+            return
+        if self._codec != 0 and self._count > 0:
+            raw = memoryview(self._holder).cast("B")[RECORDS_OFFSET:self._pos]
+            compressed = _compression.compress(self._codec, raw)
+            raw.release()
+            n = len(compressed)
+            src = <const unsigned char*>PyBytes_AS_STRING(compressed)
+            if RECORDS_OFFSET + n <= self._capacity:
+                dst = self._buf + RECORDS_OFFSET
+            else:
+                self._out = bytearray(RECORDS_OFFSET + n)
+                dst = <unsigned char*><char*>self._out + RECORDS_OFFSET
+            with nogil:
+                memcpy(dst, src, n)
+            self._size = RECORDS_OFFSET + n
+        else:
+            self._size = self._pos
+        self._closed = True
+        self._write_header()
+
+    def buffer(self):
+        """The finished batch (after close()): a view, no copy."""
+        if not self._closed:
+            raise RuntimeError("close() the builder before taking its buffer")
+        if self._out is not None:
+            return memoryview(self._out)
+        return memoryview(self._holder).cast("B")[:self._size]
+
+    @property
+    def num_records(self):
+        return self._count
+
+    @property
+    def size_in_bytes(self):
+        """Bytes of the batch: the final size once closed, else header + records written."""
+        return self._size if self._closed else self._pos
+
+    @property
+    def estimated_size_in_bytes(self):
+        return self._size if self._closed else self._estimated(self._pos - RECORDS_OFFSET)
+
+    @property
+    def uncompressed_size(self):
+        return self._pos
+
+    @property
+    def write_limit(self):
+        return self._write_limit
+
+    @property
+    def capacity(self):
+        return self._capacity
+
+    @property
+    def is_full(self):
+        """Java's ``isFull``: closed, or a record is in and the estimate reached the limit."""
+        return self._closed or (
+            self._count > 0 and self._estimated(self._pos - RECORDS_OFFSET) >= self._write_limit
+        )
+
+    @property
+    def is_closed(self):
+        return self._closed
+
+    @property
+    def compression_type(self):
+        return self._codec
+
+    @property
+    def first_timestamp(self):
+        return self._first_ts
+
+    @property
+    def max_timestamp(self):
+        return self._max_ts
+
+    @property
+    def last_offset_delta(self):
+        return self._count - 1
+
+    @property
+    def producer_id(self):
+        return self._producer_id
+
+    @property
+    def producer_epoch(self):
+        return self._producer_epoch
+
+    @property
+    def base_sequence(self):
+        return self._base_sequence
+
+    @property
+    def is_transactional(self):
+        return self._transactional

@@ -1,0 +1,173 @@
+"""Codecs of a RecordBatch's records section, written as the Java client writes them.
+
+Attribute codes: 0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd.
+
+- gzip: a gzip stream (header, deflate, trailer), not a bare zlib stream.
+- snappy: xerial framing, as Java's ``SnappyOutputStream``: the magic ``\\x82SNAPPY\\x00``, int32
+  version 1, int32 compatible version 1, then chunks ``[int32 big-endian length][raw snappy block]``
+  of at most 32 KiB of input each. Reading also accepts one bare raw block (what librdkafka writes).
+- lz4: an LZ4 frame with 64 KiB *independent* blocks and no content size/checksum: Java's
+  ``Lz4BlockInputStream`` decodes every block on its own, so linked blocks break Java consumers.
+- zstd: a standard zstd frame.
+
+Per-batch calls (never per record); the codec libraries release the GIL while they work.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from typing import Any, Callable, Dict, Optional
+
+CODEC_NONE, CODEC_GZIP, CODEC_SNAPPY, CODEC_LZ4, CODEC_ZSTD = 0, 1, 2, 3, 4
+NAMES = {
+    CODEC_NONE: "none",
+    CODEC_GZIP: "gzip",
+    CODEC_SNAPPY: "snappy",
+    CODEC_LZ4: "lz4",
+    CODEC_ZSTD: "zstd",
+}
+_IDS = {name: cid for cid, name in NAMES.items()}
+
+XERIAL_MAGIC = b"\x82SNAPPY\x00"
+XERIAL_HEADER = XERIAL_MAGIC + struct.pack(">ii", 1, 1)
+XERIAL_BLOCK = 32 * 1024
+
+
+def codec_id(name: Optional[str]) -> int:
+    """Attribute code of a codec name (None/"none", "gzip", "snappy", "lz4", "zstd")."""
+    if name is None:
+        return CODEC_NONE
+    cid = _IDS.get(str(name).lower())
+    if cid is None:
+        raise ValueError(f"compression type must be one of None, {', '.join(_IDS)}; got {name!r}")
+    return cid
+
+
+def _missing(codec: str, module: str, extra: str) -> ImportError:
+    return ImportError(
+        f"{codec} compression needs the {module!r} package: pip install cproducer[{extra}]"
+    )
+
+
+def _snappy() -> Any:
+    try:
+        import cramjam
+    except ImportError:
+        raise _missing("snappy", "cramjam", "snappy") from None
+    return cramjam.snappy
+
+
+def _zstd() -> Any:
+    try:
+        import zstandard
+    except ImportError:
+        raise _missing("zstd", "zstandard", "zstd") from None
+    return zstandard
+
+
+def _lz4() -> Any:
+    try:
+        import lz4.frame
+    except ImportError:
+        raise _missing("lz4", "lz4", "lz4") from None
+    return lz4.frame
+
+
+# ------------------------------------------------------------------ compress
+
+
+def _gzip_compress(data: Any, level: int = -1) -> bytes:
+    c = zlib.compressobj(level if level >= 0 else zlib.Z_DEFAULT_COMPRESSION, zlib.DEFLATED, 31)
+    return c.compress(data) + c.flush()
+
+
+def _snappy_compress(data: Any, level: int = -1) -> bytes:
+    snappy = _snappy()
+    view = memoryview(data).cast("B")
+    parts = [XERIAL_HEADER]
+    for start in range(0, len(view), XERIAL_BLOCK):
+        block = bytes(snappy.compress_raw(view[start : start + XERIAL_BLOCK]))
+        parts.append(struct.pack(">i", len(block)))
+        parts.append(block)
+    return b"".join(parts)
+
+
+def _lz4_compress(data: Any, level: int = -1) -> bytes:
+    frame = _lz4()
+    return frame.compress(
+        data,
+        compression_level=max(level, 0),
+        block_size=frame.BLOCKSIZE_MAX64KB,
+        block_linked=False,
+        content_checksum=False,
+        store_size=False,
+    )
+
+
+_zstd_compressors: Dict[int, Any] = {}
+
+
+def _zstd_compress(data: Any, level: int = 3) -> bytes:
+    zstandard = _zstd()
+    return zstandard.ZstdCompressor(level=level).compress(data)
+
+
+_COMPRESS: Dict[int, Callable[..., bytes]] = {
+    CODEC_GZIP: _gzip_compress,
+    CODEC_SNAPPY: _snappy_compress,
+    CODEC_LZ4: _lz4_compress,
+    CODEC_ZSTD: _zstd_compress,
+}
+
+
+def compress(codec: int, data: Any, level: Optional[int] = None) -> bytes:
+    """Compress a records section with the codec of attribute code ``codec``."""
+    try:
+        fn = _COMPRESS[codec]
+    except KeyError:
+        raise ValueError(f"unknown compression codec {codec}; expected 1..4") from None
+    return fn(data) if level is None else fn(data, level)
+
+
+def check_available(codec: int) -> None:
+    """Raise ImportError (naming the pip extra) now, not at the first batch."""
+    if codec == CODEC_SNAPPY:
+        _snappy()
+    elif codec == CODEC_ZSTD:
+        _zstd()
+    elif codec == CODEC_LZ4:
+        _lz4()
+
+
+# ------------------------------------------------------------------ decompress
+
+
+def _snappy_decompress(data: Any) -> bytes:
+    snappy = _snappy()
+    view = memoryview(data).cast("B")
+    if bytes(view[:8]) != XERIAL_MAGIC:
+        return bytes(snappy.decompress_raw(view))
+    pos, out = 16, []
+    while pos < len(view):
+        if pos + 4 > len(view):
+            raise ValueError("truncated xerial snappy chunk header")
+        (n,) = struct.unpack_from(">i", view, pos)
+        pos += 4
+        if n < 0 or pos + n > len(view):
+            raise ValueError("truncated xerial snappy chunk")
+        out.append(bytes(snappy.decompress_raw(view[pos : pos + n])))
+        pos += n
+    return b"".join(out)
+
+
+def decompress(codec: int, data: Any) -> bytes:
+    if codec == CODEC_GZIP:
+        return zlib.decompress(bytes(data), 47)
+    if codec == CODEC_SNAPPY:
+        return _snappy_decompress(data)
+    if codec == CODEC_LZ4:
+        return _lz4().decompress(bytes(data))
+    if codec == CODEC_ZSTD:
+        return _zstd().ZstdDecompressor().decompressobj().decompress(bytes(data))
+    raise ValueError(f"unknown compression codec {codec}; expected 1..4")
