@@ -1,8 +1,8 @@
 """cproducer: a Cython-compiled, high-performance Apache Kafka producer for Python.
 
-    from cproducer import KafkaProducer
-    producer = KafkaProducer(bootstrap_servers="localhost:9092")
-    producer.send("topic", b"value", key=b"key").get(timeout=10)
+from cproducer import KafkaProducer
+producer = KafkaProducer(bootstrap_servers="localhost:9092")
+producer.send("topic", b"value", key=b"key").get(timeout=10)
 """
 
 from typing import Any
