@@ -1,4 +1,4 @@
-"""The producer's immutable view of the cluster (Java's Node, TopicPartition, PartitionInfo, Cluster).
+"""The producer's immutable view of the cluster (Java's Node, TopicPartition, Cluster...).
 
 A new ``Cluster`` is built for every metadata update; readers never see one change under them.
 """
