@@ -1,0 +1,50 @@
+"""InitProducerId (key 22), versions 0-4 (InitProducerIdRequest.json / Response.json)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, List, Optional
+
+from cproducer.protocol.primitives import Reader, Writer
+
+
+@dataclass
+class InitProducerIdResponse:
+    throttle_time_ms: int
+    error_code: int
+    producer_id: int
+    producer_epoch: int
+
+
+@dataclass
+class InitProducerIdRequest:
+    API_KEY = 22
+    MIN_VERSION = 0
+    MAX_VERSION = 4
+    FIRST_FLEXIBLE_VERSION = 2
+    transactional_id: Optional[str] = None
+    transaction_timeout_ms: int = 60000
+    producer_id: int = -1
+    producer_epoch: int = -1
+
+    def expect_response(self) -> bool:
+        return True
+
+    def encode_body(self, version: int) -> List[Any]:
+        flex = version >= 2
+        w = Writer()
+        w.string(self.transactional_id, compact=flex, nullable=True)
+        w.int32(self.transaction_timeout_ms)
+        if version >= 3:
+            w.int64(self.producer_id).int16(self.producer_epoch)
+        if flex:
+            w.tagged_fields()
+        return [w.buf]
+
+    @staticmethod
+    def decode_response(version: int, data: memoryview) -> InitProducerIdResponse:
+        r = Reader(data)
+        out = InitProducerIdResponse(r.int32(), r.int16(), r.int64(), r.int16())
+        if version >= 2:
+            r.tagged_fields()
+        return out

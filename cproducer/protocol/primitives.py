@@ -1,0 +1,214 @@
+"""Kafka protocol primitive types: a growable Writer and a bounds-checked Reader.
+
+Non-flexible versions use int16/int32 length prefixes; flexible ("compact") versions use an
+unsigned varint of length + 1 (0 = null) and end each struct with a tagged-fields section.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any, Callable, List, Optional, TypeVar
+
+from cproducer.errors import CorruptResponseError
+
+T = TypeVar("T")
+
+_I8 = struct.Struct(">b")
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
+_U32 = struct.Struct(">I")
+
+
+class Writer:
+    """A growable byte buffer with typed writes (asyncpg's WriteBuffer idea)."""
+
+    __slots__ = ("buf",)
+
+    def __init__(self) -> None:
+        self.buf = bytearray()
+
+    def int8(self, v: int) -> Writer:
+        self.buf += _I8.pack(v)
+        return self
+
+    def boolean(self, v: bool) -> Writer:
+        self.buf.append(1 if v else 0)
+        return self
+
+    def int16(self, v: int) -> Writer:
+        self.buf += _I16.pack(v)
+        return self
+
+    def int32(self, v: int) -> Writer:
+        self.buf += _I32.pack(v)
+        return self
+
+    def uint32(self, v: int) -> Writer:
+        self.buf += _U32.pack(v)
+        return self
+
+    def int64(self, v: int) -> Writer:
+        self.buf += _I64.pack(v)
+        return self
+
+    def uvarint(self, v: int) -> Writer:
+        if v < 0:
+            raise ValueError("unsigned varint must be >= 0")
+        while v >= 0x80:
+            self.buf.append((v & 0x7F) | 0x80)
+            v >>= 7
+        self.buf.append(v)
+        return self
+
+    def varint(self, v: int) -> Writer:
+        return self.uvarint((v << 1) ^ (v >> 63) if v < 0 else v << 1)
+
+    def raw(self, data: Any) -> Writer:
+        self.buf += data
+        return self
+
+    def string(self, s: Optional[str], compact: bool = False, nullable: bool = False) -> Writer:
+        if s is None:
+            if not nullable:
+                raise ValueError("a non-nullable string is None")
+            return self.uvarint(0) if compact else self.int16(-1)
+        data = s.encode("utf-8")
+        if compact:
+            self.uvarint(len(data) + 1)
+        else:
+            self.int16(len(data))
+        self.buf += data
+        return self
+
+    def bytes_(self, data: Any, compact: bool = False) -> Writer:
+        if data is None:
+            return self.uvarint(0) if compact else self.int32(-1)
+        n = memoryview(data).nbytes
+        if compact:
+            self.uvarint(n + 1)
+        else:
+            self.int32(n)
+        self.buf += data
+        return self
+
+    def bytes_length(self, n: Optional[int], compact: bool = False) -> Writer:
+        """Only the length prefix of a bytes field (its content goes out as a separate part)."""
+        if n is None:
+            return self.uvarint(0) if compact else self.int32(-1)
+        return self.uvarint(n + 1) if compact else self.int32(n)
+
+    def array_length(self, n: Optional[int], compact: bool = False) -> Writer:
+        if n is None:
+            return self.uvarint(0) if compact else self.int32(-1)
+        return self.uvarint(n + 1) if compact else self.int32(n)
+
+    def array(
+        self, items: Optional[List[T]], write: Callable[[Writer, T], Any], compact: bool = False
+    ) -> Writer:
+        self.array_length(None if items is None else len(items), compact)
+        for item in items or ():
+            write(self, item)
+        return self
+
+    def tagged_fields(self) -> Writer:
+        return self.uvarint(0)
+
+    def uuid(self, value: Optional[bytes]) -> Writer:
+        self.buf += value if value is not None else bytes(16)
+        return self
+
+    def getvalue(self) -> bytes:
+        return bytes(self.buf)
+
+
+class Reader:
+    """Reads a memoryview; any read past the end raises CorruptResponseError."""
+
+    __slots__ = ("view", "pos")
+
+    def __init__(self, data: Any, pos: int = 0) -> None:
+        self.view = memoryview(data).cast("B") if not isinstance(data, memoryview) else data
+        self.pos = pos
+
+    def _take(self, n: int) -> memoryview:
+        end = self.pos + n
+        if n < 0 or end > len(self.view):
+            raise CorruptResponseError(
+                f"truncated response: needed {n} bytes at offset {self.pos}, "
+                f"{len(self.view) - self.pos} left"
+            )
+        out = self.view[self.pos : end]
+        self.pos = end
+        return out
+
+    def remaining(self) -> int:
+        return len(self.view) - self.pos
+
+    def int8(self) -> int:
+        return int(_I8.unpack(self._take(1))[0])
+
+    def boolean(self) -> bool:
+        return self._take(1)[0] != 0
+
+    def int16(self) -> int:
+        return int(_I16.unpack(self._take(2))[0])
+
+    def int32(self) -> int:
+        return int(_I32.unpack(self._take(4))[0])
+
+    def uint32(self) -> int:
+        return int(_U32.unpack(self._take(4))[0])
+
+    def int64(self) -> int:
+        return int(_I64.unpack(self._take(8))[0])
+
+    def uvarint(self) -> int:
+        result = shift = 0
+        while True:
+            b = self._take(1)[0]
+            result |= (b & 0x7F) << shift
+            if not b & 0x80:
+                return result
+            shift += 7
+            if shift > 63:
+                raise CorruptResponseError("varint is too long")
+
+    def varint(self) -> int:
+        v = self.uvarint()
+        return (v >> 1) ^ -(v & 1)
+
+    def string(self, compact: bool = False) -> Optional[str]:
+        n = self.uvarint() - 1 if compact else self.int16()
+        if n < 0:
+            return None
+        try:
+            return bytes(self._take(n)).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise CorruptResponseError(f"string is not UTF-8: {exc}") from None
+
+    def bytes_(self, compact: bool = False) -> Optional[bytes]:
+        n = self.uvarint() - 1 if compact else self.int32()
+        if n < 0:
+            return None
+        return bytes(self._take(n))
+
+    def array_length(self, compact: bool = False) -> int:
+        n = self.uvarint() - 1 if compact else self.int32()
+        if n > self.remaining():
+            raise CorruptResponseError(f"array of {n} items cannot fit in {self.remaining()} bytes")
+        return n
+
+    def array(self, read: Callable[[Reader], T], compact: bool = False) -> Optional[List[T]]:
+        n = self.array_length(compact)
+        if n < 0:
+            return None
+        return [read(self) for _ in range(n)]
+
+    def tagged_fields(self) -> None:
+        for _ in range(self.uvarint()):
+            self.uvarint()  # tag
+            self._take(self.uvarint())  # skip unknown tagged data
+
+    def uuid(self) -> bytes:
+        return bytes(self._take(16))
