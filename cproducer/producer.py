@@ -203,7 +203,7 @@ class KafkaProducer:
         if count is None or (partition is not None and not 0 <= partition < count):
             cluster, count = self._wait_on_metadata(topic, partition, now)
         else:
-            self._metadata.touch(topic, now)
+            self._metadata.add(topic, now)
         remaining_ms = self._max_block_ms - (self._time_ms() - now)
 
         key_bytes = self._serialize("key", self._key_serializer, topic, key)

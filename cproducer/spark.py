@@ -181,7 +181,7 @@ def _close_worker_producers() -> None:
 
 
 def _headers_of(column: Any) -> List[Any]:
-    out = []
+    out: List[Any] = []
     for row in column.to_pylist():
         if row is None:
             out.append(None)
@@ -269,8 +269,8 @@ def _make_task(options: Dict[str, Any], topic: Optional[str], kinds: Dict[str, s
             delivered += result.count - len(result.errors)
             errors += len(result.errors)
             if result.errors and first_error is None:
-                index, exc = next(iter(result.errors.items()))
-                first_error = f"row {index}: {type(exc).__name__}: {exc}"
+                index, row_exc = next(iter(result.errors.items()))
+                first_error = f"row {index}: {type(row_exc).__name__}: {row_exc}"
         if delivered + errors < produced:
             errors = produced - delivered
         yield pa.RecordBatch.from_pydict(

@@ -1,0 +1,261 @@
+"""ProducerMetadata: the versioned cluster view (Java's Metadata + ProducerMetadata).
+
+Appending threads ``add`` the topics they use and block in ``await_update`` until a newer version
+arrives; the NetworkClient's ``DefaultMetadataUpdater`` (in network.py) asks for the topics in use
+when an update is due (requested, ``metadata.max.age.ms`` passed, or a new topic), within the
+refresh backoff. Topics unused for ``metadata.max.idle.ms`` are dropped. Every update builds a new
+immutable ``Cluster``.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
+
+from cproducer import errors
+from cproducer.cluster import Cluster, Node, PartitionInfo, TopicPartition
+from cproducer.protocol import MetadataRequest
+
+log = logging.getLogger("cproducer.metadata")
+
+_RETRIABLE_TOPIC_ERRORS = {3, 5}  # UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE
+
+
+def _wall_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class ProducerMetadata:
+    def __init__(
+        self,
+        refresh_backoff_ms: int = 100,
+        refresh_backoff_max_ms: int = 1000,
+        metadata_max_age_ms: int = 300000,
+        metadata_max_idle_ms: int = 300000,
+        time_ms: Callable[[], int] = _wall_ms,
+    ) -> None:
+        self.refresh_backoff_ms = refresh_backoff_ms
+        self.refresh_backoff_max_ms = max(refresh_backoff_max_ms, refresh_backoff_ms)
+        self.metadata_max_age_ms = metadata_max_age_ms
+        self.metadata_max_idle_ms = metadata_max_idle_ms
+        self.time_ms = time_ms
+        self._cluster = Cluster.empty()
+        self._lock = threading.Lock()
+        self._updated = threading.Condition(self._lock)
+        self.version = 0  # bumped by every successful update
+        self._topics: Dict[str, int] = {}  # topic -> last time used (ms)
+        self._new_topics: Set[str] = set()
+        self._need_full_update = False
+        self._need_partial_update = False
+        self._last_refresh_ms = 0
+        self._last_successful_refresh_ms = 0
+        self._failed_attempts = 0
+        self._leader_epochs: Dict[TopicPartition, int] = {}
+        self._topic_errors: Dict[str, BaseException] = {}
+        self._last_error: Optional[BaseException] = None
+        self._closed = False
+
+    # ------------------------------------------------------------------ reads
+    def fetch(self) -> Cluster:
+        return self._cluster
+
+    @property
+    def topics(self) -> List[str]:
+        return list(self._topics)
+
+    def contains_topic(self, topic: str) -> bool:
+        return topic in self._topics
+
+    @property
+    def update_version(self) -> int:
+        return self.version
+
+    # ------------------------------------------------------------------ bootstrap / topics
+    def bootstrap(self, addresses: Sequence[Tuple[str, int]]) -> None:
+        with self._lock:
+            self._cluster = Cluster.bootstrap(addresses)
+            self._need_full_update = True
+            self.version += 1
+
+    def add(self, topic: str, now_ms: int) -> None:
+        """Mark ``topic`` as used now; a new topic triggers a (partial) update soon."""
+        if topic in self._topics:
+            self._topics[topic] = now_ms
+            return
+        with self._lock:
+            if topic not in self._topics:
+                self._topics[topic] = now_ms
+                self._new_topics.add(topic)
+                self._need_partial_update = True
+
+    def request_update(self) -> int:
+        with self._lock:
+            self._need_full_update = True
+            return self.version
+
+    def request_update_for_topic(self, topic: str) -> int:
+        with self._lock:
+            if topic in self._new_topics:
+                self._need_partial_update = True
+            else:
+                self._need_full_update = True
+            return self.version
+
+    def update_requested(self) -> bool:
+        return self._need_full_update or self._need_partial_update
+
+    def await_update(self, last_version: int, timeout_ms: float) -> None:
+        """Block until the version passes ``last_version``; KafkaTimeoutError after timeout_ms."""
+        deadline = time.monotonic() + timeout_ms / 1000.0
+        with self._lock:
+            while self.version <= last_version and not self._closed:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise errors.KafkaTimeoutError(
+                        f"metadata not updated within {timeout_ms:g} ms"
+                        + (f" (last error: {self._last_error})" if self._last_error else "")
+                    )
+                self._updated.wait(remaining)
+            if self._closed:
+                raise errors.ProducerClosedError("the producer was closed")
+
+    def maybe_throw_exception_for_topic(self, topic: str) -> None:
+        err = self._topic_errors.get(topic)
+        if err is not None:
+            raise err
+
+    # ------------------------------------------------------------------ scheduling
+    def _backoff_ms(self) -> int:
+        if self._failed_attempts == 0:
+            return self.refresh_backoff_ms
+        exp = min(self._failed_attempts - 1, 30)
+        term = self.refresh_backoff_ms * (2**exp) * random.uniform(0.8, 1.2)
+        return int(min(term, self.refresh_backoff_max_ms))
+
+    def time_to_next_update(self, now_ms: int) -> int:
+        if self.update_requested():
+            expire = 0
+        else:
+            expire = max(self._last_successful_refresh_ms + self.metadata_max_age_ms - now_ms, 0)
+        allow = max(self._last_refresh_ms + self._backoff_ms() - now_ms, 0)
+        if self._last_refresh_ms == 0:
+            allow = 0
+        return max(expire, allow)
+
+    def new_metadata_request(self, now_ms: int) -> Tuple[MetadataRequest, bool]:
+        """(request, is_partial): only new topics when just those are due, else all in use."""
+        with self._lock:
+            self._expire_idle_topics(now_ms)
+            if self._need_partial_update and not self._need_full_update and self._new_topics:
+                return MetadataRequest(sorted(self._new_topics), True), True
+            return MetadataRequest(sorted(self._topics), True), False
+
+    def _expire_idle_topics(self, now_ms: int) -> None:
+        for topic, last_used in list(self._topics.items()):
+            if last_used + self.metadata_max_idle_ms < now_ms:
+                log.debug("topic %s unused for %d ms: dropped", topic, self.metadata_max_idle_ms)
+                del self._topics[topic]
+                self._new_topics.discard(topic)
+
+    # ------------------------------------------------------------------ updates
+    def update(self, response: Any, is_partial: bool, now_ms: int) -> None:
+        """A MetadataResponse arrived: build the new Cluster and wake waiters."""
+        with self._lock:
+            if not response.brokers:
+                self._failed_locked(now_ms, errors.KafkaError("metadata response has no brokers"))
+                return
+            nodes = {b.id: b for b in response.brokers}
+            partitions: Dict[TopicPartition, PartitionInfo] = {}
+            if is_partial:
+                old = self._cluster
+                for topic in old.topics:
+                    for p in old.partitions_for_topic(topic):
+                        leader = nodes.get(p.leader.id) if p.leader is not None else None
+                        partitions[p.topic_partition] = p._replace(leader=leader)
+            retry_topics: Set[str] = set()
+            invalid, unauthorized = set(), set()
+            fetched: Set[str] = set()
+            for t in response.topics:
+                name = t.name or ""
+                fetched.add(name)
+                if t.error_code == 0:
+                    self._topic_errors.pop(name, None)
+                    for old_tp in [tp for tp in partitions if tp.topic == name]:
+                        del partitions[old_tp]
+                    for p in t.partitions:
+                        tp = TopicPartition(name, p.partition)
+                        known = self._leader_epochs.get(tp, -1)
+                        if 0 <= p.leader_epoch < known:
+                            prev = self._cluster.partition(tp)
+                            if prev is not None:
+                                partitions[tp] = prev  # stale answer: keep what we know
+                                continue
+                        if p.leader_epoch >= 0:
+                            self._leader_epochs[tp] = p.leader_epoch
+                        partitions[tp] = PartitionInfo(
+                            name,
+                            p.partition,
+                            nodes.get(p.leader_id),
+                            tuple(nodes[i] for i in p.replica_ids if i in nodes),
+                            tuple(nodes[i] for i in p.isr_ids if i in nodes),
+                            tuple(nodes[i] for i in p.offline_replica_ids if i in nodes),
+                        )
+                        if p.error_code in _RETRIABLE_TOPIC_ERRORS or p.leader_id < 0:
+                            retry_topics.add(name)
+                elif t.error_code in _RETRIABLE_TOPIC_ERRORS:
+                    retry_topics.add(name)
+                elif t.error_code == 17:
+                    invalid.add(name)
+                    self._topic_errors[name] = errors.InvalidTopicError(f"invalid topic {name!r}")
+                elif t.error_code == 29:
+                    unauthorized.add(name)
+                    self._topic_errors[name] = errors.TopicAuthorizationFailedError(name)
+                else:
+                    err = errors.for_code(t.error_code)
+                    if err is not None:
+                        self._topic_errors[name] = err
+            controller = nodes.get(response.controller_id)
+            self._cluster = Cluster(
+                nodes.values(),
+                partitions.values(),
+                unauthorized_topics=unauthorized,
+                invalid_topics=invalid,
+                controller=controller,
+                cluster_id=response.cluster_id,
+            )
+            self._new_topics -= fetched - retry_topics
+            if is_partial:
+                self._need_partial_update = bool(self._new_topics)
+            else:
+                self._need_full_update = False
+                self._need_partial_update = bool(self._new_topics - fetched)
+            if retry_topics:
+                # topics being created or leaderless: ask again after the backoff
+                self._need_partial_update = True
+                self._new_topics |= retry_topics & set(self._topics)
+            self._last_refresh_ms = now_ms
+            self._last_successful_refresh_ms = now_ms
+            self._failed_attempts = 0
+            self._last_error = None
+            self.version += 1
+            self._updated.notify_all()
+
+    def failed_update(self, now_ms: int, exc: Optional[BaseException] = None) -> None:
+        with self._lock:
+            self._failed_locked(now_ms, exc)
+
+    def _failed_locked(self, now_ms: int, exc: Optional[BaseException]) -> None:
+        self._last_refresh_ms = now_ms
+        self._failed_attempts += 1
+        self._last_error = exc
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            self._updated.notify_all()
+
+    def nodes_for_bootstrap(self) -> List[Node]:
+        return self._cluster.nodes

@@ -1,0 +1,686 @@
+"""NetworkClient: non-blocking connections to the brokers (Java's NetworkClient).
+
+One connection per node, driven by ``selectors`` from the Sender thread's ``poll``. A connection
+goes connecting → checking_api_versions (the client sends ApiVersions itself) → ready. Requests are
+written with gather writes (``socket.sendmsg`` over the frame's parts: record batches are never
+copied into one bytes object); responses are matched to requests in order by correlation id.
+Reconnects back off exponentially with jitter; a request that outlives ``request.timeout.ms``
+closes its connection and fails every request in flight on it, as in Java. A peer that sends
+garbage (bad length, wrong correlation id, undecodable frame) is disconnected with a logged reason.
+
+The socket factory is injectable: TLS, or a test proxy that presents virtual brokers, can slot in.
+``DefaultMetadataUpdater`` (Java's) keeps ``ProducerMetadata`` fresh through the same client.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import random
+import selectors
+import socket
+import struct
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
+
+from cproducer import errors
+from cproducer.protocol import (
+    ApiVersionsRequest,
+    MetadataRequest,
+    choose_version,
+    decode_response,
+    decode_response_header,
+    encode_request,
+    is_flexible,
+)
+
+log = logging.getLogger("cproducer.network")
+
+_SIZE = struct.Struct(">i")
+_IOV_MAX = 512
+_RECV_CHUNK = 256 * 1024
+
+DISCONNECTED, CONNECTING, CHECKING_API_VERSIONS, READY = (
+    "disconnected",
+    "connecting",
+    "checking_api_versions",
+    "ready",
+)
+
+
+def _wall_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def default_socket_factory(
+    host: str, port: int, send_buffer: int, recv_buffer: int
+) -> socket.socket:
+    """A non-blocking TCP socket with connect() started."""
+    infos = socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM)
+    family, stype, proto, _, addr = infos[0]
+    sock = socket.socket(family, stype, proto)
+    sock.setblocking(False)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    if send_buffer > 0:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, send_buffer)
+    if recv_buffer > 0:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, recv_buffer)
+    err = sock.connect_ex(addr)
+    if err not in (0, errno.EINPROGRESS, errno.EWOULDBLOCK, errno.EAGAIN):
+        sock.close()
+        raise OSError(err, f"connect to {host}:{port} failed: {errno.errorcode.get(err, err)}")
+    return sock
+
+
+@dataclass(eq=False)
+class ClientRequest:
+    node_id: int
+    request: Any
+    api_version: int = -1
+    created_ms: int = 0
+    callback: Optional[Callable[[Any], None]] = None
+    request_timeout_ms: int = 30000
+    expect_response: bool = True
+    correlation_id: int = -1
+    internal: bool = False
+
+
+@dataclass(eq=False)
+class ClientResponse:
+    request: ClientRequest
+    destination: int
+    received_ms: int
+    response: Any = None
+    disconnected: bool = False
+    timed_out: bool = False
+    error: Optional[BaseException] = None
+
+    @property
+    def api_key(self) -> int:
+        return int(self.request.request.API_KEY)
+
+
+@dataclass(eq=False)
+class _Connection:
+    node_id: int
+    host: str
+    port: int
+    sock: Any
+    state: str
+    started_ms: int
+    api_versions: Dict[int, Tuple[int, int]] = field(default_factory=dict)
+    # frames waiting to be written: (parts, request); the head may be partly written
+    send_queue: Deque[Tuple[List[memoryview], ClientRequest]] = field(default_factory=deque)
+    in_flight: Deque[ClientRequest] = field(default_factory=deque)
+    recv: bytearray = field(default_factory=bytearray)
+    last_activity_ms: int = 0
+    api_versions_version: int = 3
+
+
+class _NodeBackoff:
+    __slots__ = ("failures", "last_attempt_ms", "backoff_ms", "setup_timeout_ms")
+
+    def __init__(self) -> None:
+        self.failures = 0
+        self.last_attempt_ms = 0
+        self.backoff_ms = 0
+        self.setup_timeout_ms = 0
+
+
+def _exp_backoff(base: int, cap: int, attempts: int) -> int:
+    """Java's ExponentialBackoff(base, 2, cap, 0.2)."""
+    if cap <= base:
+        return cap
+    term = base * (2 ** min(attempts, 30))
+    return int(min(term * random.uniform(0.8, 1.2), cap))
+
+
+class NetworkClient:
+    def __init__(
+        self,
+        client_id: str,
+        metadata: Any = None,
+        reconnect_backoff_ms: int = 50,
+        reconnect_backoff_max_ms: int = 1000,
+        request_timeout_ms: int = 30000,
+        max_in_flight_requests_per_connection: int = 5,
+        socket_connection_setup_timeout_ms: int = 10000,
+        socket_connection_setup_timeout_max_ms: int = 30000,
+        send_buffer_bytes: int = 131072,
+        receive_buffer_bytes: int = 32768,
+        connections_max_idle_ms: int = 540000,
+        time_ms: Callable[[], int] = _wall_ms,
+        socket_factory: Callable[..., Any] = default_socket_factory,
+        max_response_size: int = 100 * 1024 * 1024,
+    ) -> None:
+        self.client_id = client_id
+        self.reconnect_backoff_ms = reconnect_backoff_ms
+        self.reconnect_backoff_max_ms = max(reconnect_backoff_max_ms, reconnect_backoff_ms)
+        self.request_timeout_ms = request_timeout_ms
+        self.max_in_flight = max_in_flight_requests_per_connection
+        self.setup_timeout_ms = socket_connection_setup_timeout_ms
+        self.setup_timeout_max_ms = socket_connection_setup_timeout_max_ms
+        self.send_buffer_bytes = send_buffer_bytes
+        self.receive_buffer_bytes = receive_buffer_bytes
+        self.connections_max_idle_ms = connections_max_idle_ms
+        self.time_ms = time_ms
+        self.socket_factory = socket_factory
+        self.max_response_size = max_response_size
+        self._selector = selectors.DefaultSelector()
+        self._conns: Dict[int, _Connection] = {}
+        self._backoff: Dict[int, _NodeBackoff] = {}
+        self._correlation = 0
+        self._completed: List[ClientResponse] = []
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._wake_w.setblocking(False)
+        self._selector.register(self._wake_r, selectors.EVENT_READ, None)
+        self._woken = threading.Event()
+        self._closed = False
+        self.metadata_updater = DefaultMetadataUpdater(self, metadata) if metadata else None
+
+    # ------------------------------------------------------------------ connection state
+    def _next_correlation_id(self) -> int:
+        self._correlation = (self._correlation + 1) & 0x7FFFFFFF
+        return self._correlation
+
+    def is_ready(self, node: Any, now_ms: int) -> bool:
+        conn = self._conns.get(node.id)
+        return conn is not None and conn.state == READY and self.can_send_more(node.id)
+
+    def can_send_more(self, node_id: int) -> bool:
+        conn = self._conns.get(node_id)
+        return (
+            conn is not None
+            and conn.state == READY
+            and len(conn.in_flight) < self.max_in_flight
+            and len(conn.send_queue) == 0
+        )
+
+    def connection_state(self, node_id: int) -> str:
+        conn = self._conns.get(node_id)
+        return DISCONNECTED if conn is None else conn.state
+
+    def _can_connect(self, node: Any, now_ms: int) -> bool:
+        b = self._backoff.get(node.id)
+        return b is None or now_ms - b.last_attempt_ms >= b.backoff_ms
+
+    def connection_delay(self, node: Any, now_ms: int) -> int:
+        """ms until a connection attempt to ``node`` is allowed (0 when connected or allowed)."""
+        conn = self._conns.get(node.id)
+        if conn is not None:
+            return 0 if conn.state == READY else 2**31
+        b = self._backoff.get(node.id)
+        if b is None:
+            return 0
+        return max(b.last_attempt_ms + b.backoff_ms - now_ms, 0)
+
+    def connection_failed(self, node: Any) -> bool:
+        b = self._backoff.get(node.id)
+        return b is not None and b.failures > 0 and node.id not in self._conns
+
+    def ready(self, node: Any, now_ms: int) -> bool:
+        """True when a request can be sent to ``node`` now; starts connecting if needed."""
+        if node is None:
+            return False
+        if self.is_ready(node, now_ms):
+            return True
+        if node.id not in self._conns and self._can_connect(node, now_ms):
+            self._initiate_connect(node, now_ms)
+        return False
+
+    def _initiate_connect(self, node: Any, now_ms: int) -> None:
+        b = self._backoff.setdefault(node.id, _NodeBackoff())
+        b.last_attempt_ms = now_ms
+        try:
+            sock = self.socket_factory(
+                node.host, node.port, self.send_buffer_bytes, self.receive_buffer_bytes
+            )
+        except OSError as exc:
+            log.info("cannot connect to node %s (%s:%s): %s", node.id, node.host, node.port, exc)
+            self._record_failure(node.id)
+            return
+        conn = _Connection(node.id, node.host, node.port, sock, CONNECTING, now_ms)
+        conn.last_activity_ms = now_ms
+        b.setup_timeout_ms = _exp_backoff(
+            self.setup_timeout_ms, self.setup_timeout_max_ms, b.failures
+        )
+        self._conns[node.id] = conn
+        self._selector.register(sock, selectors.EVENT_WRITE, conn)
+        log.debug("connecting to node %s at %s:%s", node.id, node.host, node.port)
+
+    def _record_failure(self, node_id: int) -> None:
+        b = self._backoff.setdefault(node_id, _NodeBackoff())
+        b.backoff_ms = _exp_backoff(
+            self.reconnect_backoff_ms, self.reconnect_backoff_max_ms, b.failures
+        )
+        b.failures += 1
+
+    def _connected(self, conn: _Connection, now_ms: int) -> None:
+        conn.state = CHECKING_API_VERSIONS
+        self._send_api_versions(conn, now_ms)
+
+    def _send_api_versions(self, conn: _Connection, now_ms: int) -> None:
+        req = ClientRequest(
+            conn.node_id,
+            ApiVersionsRequest(),
+            conn.api_versions_version,
+            now_ms,
+            None,
+            self.request_timeout_ms,
+            True,
+            internal=True,
+        )
+        self._enqueue(conn, req)
+
+    def api_version_for(self, node_id: int, request_cls: Any) -> int:
+        conn = self._conns.get(node_id)
+        if conn is None or not conn.api_versions:
+            raise errors.IllegalStateError(f"no ApiVersions known for node {node_id}")
+        return choose_version(request_cls, conn.api_versions.get(request_cls.API_KEY))
+
+    # ------------------------------------------------------------------ sending
+    def send(self, request: ClientRequest, now_ms: int) -> None:
+        conn = self._conns.get(request.node_id)
+        if conn is None or conn.state != READY:
+            raise errors.IllegalStateError(
+                f"attempt to send a request to node {request.node_id}, which is not ready"
+            )
+        if request.api_version < 0:
+            request.api_version = self.api_version_for(request.node_id, type(request.request))
+        request.created_ms = now_ms
+        self._enqueue(conn, request)
+        self._flush(conn, now_ms)
+
+    def _enqueue(self, conn: _Connection, request: ClientRequest) -> None:
+        request.correlation_id = self._next_correlation_id()
+        parts = encode_request(
+            request.request, request.api_version, request.correlation_id, self.client_id
+        )
+        views = [memoryview(p).cast("B") for p in parts]
+        conn.send_queue.append((views, request))
+        if request.expect_response:
+            conn.in_flight.append(request)
+        self._update_interest(conn)
+
+    def _update_interest(self, conn: _Connection) -> None:
+        if conn.state == CONNECTING:
+            events = selectors.EVENT_WRITE
+        else:
+            events = selectors.EVENT_READ | (selectors.EVENT_WRITE if conn.send_queue else 0)
+        try:
+            self._selector.modify(conn.sock, events, conn)
+        except (KeyError, ValueError):
+            pass
+
+    def _flush(self, conn: _Connection, now_ms: int) -> None:
+        """Write as much of the send queue as the socket takes (gather writes)."""
+        while conn.send_queue:
+            views, request = conn.send_queue[0]
+            try:
+                sent = conn.sock.sendmsg(views[:_IOV_MAX])
+            except (BlockingIOError, InterruptedError):
+                break
+            except OSError as exc:
+                self._disconnect(conn, now_ms, f"send failed: {exc}", errors.NetworkError(str(exc)))
+                return
+            conn.last_activity_ms = now_ms
+            while sent > 0 and views:
+                n = views[0].nbytes
+                if sent >= n:
+                    sent -= n
+                    views.pop(0)
+                else:
+                    views[0] = views[0][sent:]
+                    sent = 0
+            if views:
+                break  # the socket is full: wait for writability
+            conn.send_queue.popleft()
+            if not request.expect_response:
+                # acks=0: done once written, as Java completes it
+                self._completed.append(ClientResponse(request, conn.node_id, now_ms))
+        self._update_interest(conn)
+
+    # ------------------------------------------------------------------ polling
+    def wakeup(self) -> None:
+        if not self._woken.is_set():
+            self._woken.set()
+            try:
+                self._wake_w.send(b"\x00")
+            except OSError:
+                pass
+
+    def poll(self, timeout_ms: int, now_ms: int) -> List[ClientResponse]:
+        if self._closed:
+            return []
+        metadata_timeout = (
+            self.metadata_updater.maybe_update(now_ms) if self.metadata_updater else 2**31
+        )
+        timeout = max(0, min(timeout_ms, metadata_timeout, self._next_timeout(now_ms)))
+        if self._completed:
+            timeout = 0
+        try:
+            events = self._selector.select(timeout / 1000.0)
+        except (OSError, ValueError) as exc:
+            log.warning("select failed: %s", exc)
+            events = []
+        now_ms = self.time_ms()
+        for key, mask in events:
+            conn = key.data
+            if conn is None:
+                self._drain_wakeup()
+                continue
+            if conn.node_id not in self._conns or self._conns[conn.node_id] is not conn:
+                continue
+            if conn.state == CONNECTING:
+                if mask & selectors.EVENT_WRITE:
+                    err = conn.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+                    if err:
+                        reason = f"connect failed: {errno.errorcode.get(err, err)}"
+                        self._disconnect(conn, now_ms, reason, errors.NetworkError(reason))
+                        continue
+                    self._connected(conn, now_ms)
+                    self._flush(conn, now_ms)
+                continue
+            if mask & selectors.EVENT_READ:
+                self._read(conn, now_ms)
+            if mask & selectors.EVENT_WRITE and conn.node_id in self._conns:
+                self._flush(conn, now_ms)
+        self._handle_timeouts(now_ms)
+        completed, self._completed = self._completed, []
+        for resp in completed:
+            self._complete(resp)
+        return completed
+
+    def _drain_wakeup(self) -> None:
+        self._woken.clear()
+        try:
+            while self._wake_r.recv(4096):
+                pass
+        except (BlockingIOError, InterruptedError, OSError):
+            pass
+
+    def _next_timeout(self, now_ms: int) -> int:
+        out = 2**31
+        for conn in self._conns.values():
+            if conn.state == CONNECTING:
+                b = self._backoff.get(conn.node_id)
+                limit = b.setup_timeout_ms if b else self.setup_timeout_ms
+                out = min(out, conn.started_ms + limit - now_ms)
+            for req in conn.in_flight:
+                out = min(out, req.created_ms + req.request_timeout_ms - now_ms)
+                break
+        return out
+
+    def _handle_timeouts(self, now_ms: int) -> None:
+        for conn in list(self._conns.values()):
+            if conn.state == CONNECTING:
+                b = self._backoff.get(conn.node_id)
+                limit = b.setup_timeout_ms if b else self.setup_timeout_ms
+                if now_ms - conn.started_ms >= limit:
+                    reason = f"connection setup timed out after {limit} ms"
+                    self._disconnect(conn, now_ms, reason, errors.NetworkError(reason))
+                continue
+            for req in conn.in_flight:
+                if now_ms - req.created_ms >= req.request_timeout_ms:
+                    reason = (
+                        f"request {type(req.request).__name__} (correlation id "
+                        f"{req.correlation_id}) timed out after {req.request_timeout_ms} ms"
+                    )
+                    self._disconnect(
+                        conn, now_ms, reason, errors.RequestTimedOutError(reason), timed_out=True
+                    )
+                    break
+
+    def _read(self, conn: _Connection, now_ms: int) -> None:
+        try:
+            while True:
+                chunk = conn.sock.recv(_RECV_CHUNK)
+                if not chunk:
+                    reason = "the peer closed the connection"
+                    self._disconnect(conn, now_ms, reason, errors.NetworkError(reason))
+                    return
+                conn.recv += chunk
+                if len(chunk) < _RECV_CHUNK:
+                    break
+        except (BlockingIOError, InterruptedError):
+            pass
+        except OSError as exc:
+            self._disconnect(conn, now_ms, f"receive failed: {exc}", errors.NetworkError(str(exc)))
+            return
+        conn.last_activity_ms = now_ms
+        buf = conn.recv
+        pos = 0
+        while len(buf) - pos >= 4:
+            (size,) = _SIZE.unpack_from(buf, pos)
+            if size < 4 or size > self.max_response_size:
+                reason = f"bad response length {size} from node {conn.node_id}"
+                self._disconnect(conn, now_ms, reason, errors.CorruptResponseError(reason))
+                return
+            if len(buf) - pos - 4 < size:
+                break
+            frame = memoryview(bytes(buf[pos + 4 : pos + 4 + size]))
+            pos += 4 + size
+            if not self._handle_frame(conn, frame, now_ms):
+                return
+        del buf[:pos]
+
+    def _handle_frame(self, conn: _Connection, frame: memoryview, now_ms: int) -> bool:
+        if not conn.in_flight:
+            reason = f"node {conn.node_id} sent a response nobody asked for"
+            self._disconnect(conn, now_ms, reason, errors.CorruptResponseError(reason))
+            return False
+        req = conn.in_flight[0]
+        try:
+            flexible = is_flexible(type(req.request), req.api_version)
+            cid, body = decode_response_header(req.request.API_KEY, flexible, frame)
+            if cid != req.correlation_id:
+                raise errors.CorruptResponseError(
+                    f"correlation id {cid} does not match the request's {req.correlation_id}"
+                )
+            response = decode_response(req.request, req.api_version, body)
+        except errors.CorruptResponseError as exc:
+            self._disconnect(conn, now_ms, f"bad response from node {conn.node_id}: {exc}", exc)
+            return False
+        conn.in_flight.popleft()
+        if req.internal:
+            return self._handle_api_versions(conn, response, now_ms)
+        self._completed.append(ClientResponse(req, conn.node_id, now_ms, response))
+        return True
+
+    def _handle_api_versions(self, conn: _Connection, response: Any, now_ms: int) -> bool:
+        if response.error_code == 35 and response.api_versions:
+            # the broker does not speak our ApiVersions version: retry with its highest
+            hi = response.api_versions.get(ApiVersionsRequest.API_KEY, (0, 0))[1]
+            conn.api_versions_version = min(hi, ApiVersionsRequest.MAX_VERSION)
+            self._send_api_versions(conn, now_ms)
+            self._flush(conn, now_ms)
+            return True
+        if response.error_code != 0:
+            reason = f"ApiVersions failed with error {response.error_code}"
+            self._disconnect(conn, now_ms, reason, errors.for_code(response.error_code))
+            return False
+        conn.api_versions = response.api_versions
+        conn.state = READY
+        b = self._backoff.get(conn.node_id)
+        if b is not None:
+            b.failures = 0
+            b.backoff_ms = 0
+        log.debug("node %s ready", conn.node_id)
+        return True
+
+    def _disconnect(
+        self,
+        conn: _Connection,
+        now_ms: int,
+        reason: str,
+        exc: Optional[BaseException],
+        timed_out: bool = False,
+    ) -> None:
+        if self._conns.get(conn.node_id) is not conn:
+            return
+        level = logging.INFO if conn.state == READY else logging.DEBUG
+        if isinstance(exc, errors.CorruptResponseError):
+            level = logging.WARNING
+        log.log(level, "disconnecting from node %s: %s", conn.node_id, reason)
+        del self._conns[conn.node_id]
+        try:
+            self._selector.unregister(conn.sock)
+        except (KeyError, ValueError):
+            pass
+        try:
+            conn.sock.close()
+        except OSError:
+            pass
+        if conn.state != READY or timed_out:
+            self._record_failure(conn.node_id)
+        else:
+            b = self._backoff.setdefault(conn.node_id, _NodeBackoff())
+            b.last_attempt_ms = now_ms
+            b.backoff_ms = self.reconnect_backoff_ms
+        failed = list(conn.in_flight)
+        pending_no_response = [r for _, r in conn.send_queue if not r.expect_response]
+        conn.in_flight.clear()
+        conn.send_queue.clear()
+        for req in failed + pending_no_response:
+            if req.internal:
+                continue
+            self._completed.append(
+                ClientResponse(
+                    req,
+                    conn.node_id,
+                    now_ms,
+                    None,
+                    disconnected=True,
+                    timed_out=timed_out,
+                    error=exc,
+                )
+            )
+        if self.metadata_updater is not None:
+            self.metadata_updater.handle_disconnection(conn.node_id)
+
+    def _complete(self, resp: ClientResponse) -> None:
+        cb = resp.request.callback
+        if cb is None:
+            return
+        try:
+            cb(resp)
+        except Exception:
+            log.exception("error in a response callback")
+
+    # ------------------------------------------------------------------ choices
+    def least_loaded_node(self, now_ms: int, nodes: List[Any]) -> Optional[Any]:
+        """The node with the fewest requests in flight, preferring ready ones (Java's)."""
+        best, best_load = None, 2**31
+        connecting = None
+        candidate = None
+        offset = random.randrange(len(nodes)) if nodes else 0
+        for i in range(len(nodes)):
+            node = nodes[(offset + i) % len(nodes)]
+            conn = self._conns.get(node.id)
+            if conn is not None and conn.state == READY:
+                load = len(conn.in_flight)
+                if load == 0:
+                    return node
+                if load < best_load and self.can_send_more(node.id):
+                    best, best_load = node, load
+            elif conn is not None:
+                connecting = node
+            elif self._can_connect(node, now_ms) and candidate is None:
+                candidate = node
+        return best or connecting or candidate
+
+    def in_flight_request_count(self, node_id: Optional[int] = None) -> int:
+        if node_id is not None:
+            conn = self._conns.get(node_id)
+            return 0 if conn is None else len(conn.in_flight)
+        return sum(len(c.in_flight) for c in self._conns.values())
+
+    def has_in_flight_requests(self, node_id: Optional[int] = None) -> bool:
+        return self.in_flight_request_count(node_id) > 0
+
+    def disconnect(self, node_id: int) -> None:
+        conn = self._conns.get(node_id)
+        if conn is not None:
+            reason = "disconnected on request"
+            self._disconnect(conn, self.time_ms(), reason, errors.NetworkError(reason))
+            completed, self._completed = self._completed, []
+            for resp in completed:
+                self._complete(resp)
+
+    def close(self, node_id: Optional[int] = None) -> None:
+        if node_id is not None:
+            self.disconnect(node_id)
+            return
+        for nid in list(self._conns):
+            self.disconnect(nid)
+        self._closed = True
+        try:
+            self._selector.close()
+        finally:
+            self._wake_r.close()
+            self._wake_w.close()
+
+
+class DefaultMetadataUpdater:
+    """Keeps ProducerMetadata fresh: a Metadata request to the least-loaded node when due."""
+
+    def __init__(self, client: NetworkClient, metadata: Any) -> None:
+        self.client = client
+        self.metadata = metadata
+        self.in_progress = False
+
+    def maybe_update(self, now_ms: int) -> int:
+        """Send a metadata request if one is due; ms until the next check."""
+        due = self.metadata.time_to_next_update(now_ms)
+        if self.in_progress:
+            return self.client.request_timeout_ms
+        if due > 0:
+            return due
+        cluster = self.metadata.fetch()
+        node = self.client.least_loaded_node(now_ms, cluster.nodes)
+        if node is None:
+            return self.client.reconnect_backoff_ms
+        if self.client.can_send_more(node.id):
+            request, partial = self.metadata.new_metadata_request(now_ms)
+            version = self.client.api_version_for(node.id, MetadataRequest)
+            self.in_progress = True
+
+            def on_response(resp: ClientResponse) -> None:
+                self.in_progress = False
+                if resp.response is not None and not resp.disconnected:
+                    self.metadata.update(resp.response, partial, self.client.time_ms())
+                else:
+                    self.metadata.failed_update(self.client.time_ms(), resp.error)
+
+            self.client.send(
+                ClientRequest(
+                    node.id,
+                    request,
+                    version,
+                    now_ms,
+                    on_response,
+                    self.client.request_timeout_ms,
+                    True,
+                ),
+                now_ms,
+            )
+            return self.client.request_timeout_ms
+        if self.client.connection_state(node.id) != DISCONNECTED:
+            return self.client.reconnect_backoff_ms
+        if self.client.ready(node, now_ms):
+            return 0
+        if self.client.connection_state(node.id) == DISCONNECTED:
+            # could not even start connecting: count it as a failed refresh
+            self.metadata.failed_update(now_ms, errors.NetworkError(f"cannot reach {node}"))
+        return max(self.client.connection_delay(node, now_ms), 1)
+
+    def handle_disconnection(self, node_id: int) -> None:
+        # Java requests an update when a connection drops (the cluster may have changed)
+        self.metadata.request_update()
+        if self.in_progress:
+            # the in-flight metadata request failed with the connection; on_response resets it
+            pass
