@@ -1,0 +1,109 @@
+"""TransactionManager (idempotent part): sequences, in-flight order, resets, retry decisions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cproducer import errors
+from cproducer.cluster import TopicPartition
+from cproducer.transaction_manager import TransactionManager
+
+TP = TopicPartition("t", 0)
+
+
+class FakeBatch:
+    def __init__(self, tp: TopicPartition, count: int) -> None:
+        self.topic_partition = tp
+        self.record_count = count
+        self.producer_id = -1
+        self.producer_epoch = -1
+        self.base_sequence = -1
+
+    def has_sequence(self) -> bool:
+        return self.base_sequence != -1
+
+    def reset_producer_state(self, pid: int, epoch: int, seq: int, txn: bool) -> None:
+        self.producer_id, self.producer_epoch, self.base_sequence = pid, epoch, seq
+
+    set_producer_state = reset_producer_state
+
+
+def drain(tm: TransactionManager, batch: Any) -> Any:
+    """What the accumulator's drain does for a batch without a sequence."""
+    tp = batch.topic_partition
+    tm.maybe_update_producer_id_and_epoch(tp)
+    pid, epoch = tm.producer_id_and_epoch
+    batch.set_producer_state(pid, epoch, tm.sequence_number(tp), False)
+    tm.increment_sequence_number(tp, batch.record_count)
+    tm.add_in_flight_batch(batch)
+    return batch
+
+
+def test_needs_id_until_set_and_sequences_advance() -> None:
+    tm = TransactionManager()
+    assert tm.needs_producer_id() and not tm.is_send_to_partition_allowed(TP)
+    tm.set_producer_id_and_epoch(1000, 0)
+    assert not tm.needs_producer_id() and tm.is_send_to_partition_allowed(TP)
+    b1, b2 = drain(tm, FakeBatch(TP, 3)), drain(tm, FakeBatch(TP, 5))
+    assert (b1.base_sequence, b2.base_sequence) == (0, 3)
+    assert tm.sequence_number(TP) == 8
+    assert tm.next_batch_by_sequence(TP) is b1
+    tm.handle_completed_batch(b1, base_offset=10)
+    assert tm.next_batch_by_sequence(TP) is b2
+    tm.handle_completed_batch(b2, base_offset=13)
+    assert not tm.has_in_flight_batches(TP)
+
+
+def test_out_of_order_for_a_later_batch_is_retried_without_reset() -> None:
+    tm = TransactionManager()
+    tm.set_producer_id_and_epoch(7, 0)
+    b1, b2 = drain(tm, FakeBatch(TP, 2)), drain(tm, FakeBatch(TP, 2))
+    # b2 arrived before b1 landed: not the next expected batch -> retry, no reset
+    assert tm.can_retry(errors.OutOfOrderSequenceNumberError(), b2, -1)
+    assert not tm.reset_requested()
+    # b1 itself is the next one: a real gap -> the producer id is reset
+    assert tm.can_retry(errors.OutOfOrderSequenceNumberError(), b1, -1)
+    assert tm.reset_requested() and tm.needs_producer_id()
+    assert not tm.is_send_to_partition_allowed(TP)
+
+
+def test_reset_renumbers_waiting_batches_from_zero_in_order() -> None:
+    tm = TransactionManager()
+    tm.set_producer_id_and_epoch(7, 0)
+    b1, b2, b3 = (drain(tm, FakeBatch(TP, n)) for n in (2, 3, 4))
+    tm.handle_completed_batch(b1, base_offset=0)
+    assert tm.can_retry(errors.UnknownProducerIdError(), b2, 0)
+    tm.set_producer_id_and_epoch(8, 0)
+    assert tm.resets == 1
+    assert (b2.producer_id, b2.base_sequence) == (8, 0)
+    assert (b3.producer_id, b3.base_sequence) == (8, 3)
+    assert tm.sequence_number(TP) == 7
+    b4 = drain(tm, FakeBatch(TP, 1))
+    assert b4.base_sequence == 7
+
+
+def test_failed_batch_closes_the_sequence_gap() -> None:
+    tm = TransactionManager()
+    tm.set_producer_id_and_epoch(7, 0)
+    b1, b2 = drain(tm, FakeBatch(TP, 2)), drain(tm, FakeBatch(TP, 3))
+    tm.handle_failed_batch(b1, errors.InvalidRecordError("bad"), adjust_sequences=True)
+    assert b2.base_sequence == 0
+    assert tm.sequence_number(TP) == 3
+
+
+def test_fenced_is_fatal() -> None:
+    tm = TransactionManager()
+    tm.set_producer_id_and_epoch(7, 0)
+    b1 = drain(tm, FakeBatch(TP, 1))
+    tm.handle_failed_batch(b1, errors.ProducerFencedError(), adjust_sequences=False)
+    assert isinstance(tm.fatal_error, errors.ProducerFencedError)
+    assert not tm.is_send_to_partition_allowed(TP)
+    assert not tm.needs_producer_id()
+
+
+def test_plain_retriable_errors_follow_the_error_class() -> None:
+    tm = TransactionManager()
+    tm.set_producer_id_and_epoch(7, 0)
+    b = drain(tm, FakeBatch(TP, 1))
+    assert tm.can_retry(errors.NotLeaderForPartitionError(), b, -1)
+    assert not tm.can_retry(errors.InvalidRecordError(), b, -1)
