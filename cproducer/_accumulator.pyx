@@ -142,6 +142,10 @@ cdef class FutureRecordMetadata:
     def is_done(self):
         return self._result.completed and self._batch.final_state != STATE_SPLIT
 
+    @property
+    def topic_partition(self):
+        return self._result.topic_partition
+
     def done(self):
         return self.is_done
 
@@ -820,8 +824,8 @@ cdef class RecordAccumulator:
         tm = self.transaction_manager
         while True:
             part = parts[i]
+            self.node_drain_index[node_id] = i  # Java's updateDrainIndex: where to resume
             i = (i + 1) % n
-            self.node_drain_index[node_id] = i
             ti = self.topic_infos.get(part.topic)
             dq = None if ti is None else ti.deques.get(part.partition)
             if dq is not None and dq.tp not in self.muted:
