@@ -6,7 +6,6 @@ import itertools
 import threading
 import time
 
-import pytest
 from kafka.record.default_records import DefaultRecordBatch
 
 from cproducer._accumulator import RecordAccumulator
