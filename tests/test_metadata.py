@@ -1,0 +1,115 @@
+"""ProducerMetadata: versions, await_update across threads, backoff, expiry, topic errors."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from cproducer import errors
+from cproducer.cluster import Node
+from cproducer.metadata import ProducerMetadata
+from cproducer.protocol import MetadataResponse, PartitionMetadata, TopicMetadata
+
+N = Node(1, "h", 9092)
+
+
+def response(*topics, brokers=(N,)):
+    return MetadataResponse(0, list(brokers), "cid", 1, list(topics))
+
+
+def topic(name, n=2, err=0, leader=1, epoch=0):
+    parts = [PartitionMetadata(0, p, leader, epoch, [1], [1], []) for p in range(n)]
+    return TopicMetadata(err, name, False, parts if err == 0 else [])
+
+
+def test_add_update_fetch_and_versions() -> None:
+    md = ProducerMetadata(time_ms=lambda: 0)
+    md.bootstrap([("h", 9092)])
+    assert [n.id for n in md.fetch().nodes] == [-1]
+    md.add("t", 0)
+    req, partial = md.new_metadata_request(0)
+    assert not partial and req.topics == ["t"]  # bootstrap asked for a full update
+    v = md.version
+    md.update(response(topic("t", 3)), partial, 10)
+    assert md.version == v + 1
+    c = md.fetch()
+    assert c.partition_count_for_topic("t") == 3 and c.leader_for(("t", 0)) == N
+    assert not md.update_requested()
+    md.add("u", 20)  # a new topic: only it is asked for
+    req, partial = md.new_metadata_request(20)
+    assert partial and req.topics == ["u"]
+    md.update(response(topic("u", 1)), partial, 30)
+    assert md.fetch().partition_count_for_topic("t") == 3  # kept from before
+    assert md.fetch().partition_count_for_topic("u") == 1
+
+
+def test_await_update_wakes_across_threads_and_times_out() -> None:
+    md = ProducerMetadata()
+    v = md.request_update()
+    threading.Timer(0.05, lambda: md.update(response(topic("t")), False, 1)).start()
+    md.await_update(v, 5000)
+    assert md.version > v
+    with pytest.raises(errors.KafkaTimeoutError, match="not updated within 50 ms"):
+        md.await_update(md.version, 50)
+
+
+def test_refresh_backoff_and_max_age_with_fake_clock() -> None:
+    md = ProducerMetadata(
+        refresh_backoff_ms=100, refresh_backoff_max_ms=800, metadata_max_age_ms=10_000
+    )
+    md.add("t", 0)
+    md.update(response(topic("t")), False, 1000)
+    assert md.time_to_next_update(1000) == 10_000  # next refresh at max age
+    md.request_update()
+    assert md.time_to_next_update(1000) == 100  # within the refresh backoff
+    assert md.time_to_next_update(1100) == 0
+    backoffs = []
+    now = 2000
+    for _ in range(6):
+        md.failed_update(now)
+        backoffs.append(md.time_to_next_update(now))
+    assert backoffs[0] < backoffs[3] and max(backoffs) <= 800
+
+
+def test_unknown_topic_is_retried_and_invalid_topic_raises() -> None:
+    md = ProducerMetadata()
+    md.add("new", 0)
+    md.add("bad", 0)
+    md.update(response(topic("new", err=3), topic("bad", err=17)), True, 0)
+    assert md.fetch().partition_count_for_topic("new") is None
+    assert md.update_requested()  # the topic being created is asked for again
+    with pytest.raises(errors.InvalidTopicError):
+        md.maybe_throw_exception_for_topic("bad")
+    md.maybe_throw_exception_for_topic("new")  # retriable: no error
+
+
+def test_idle_topics_expire() -> None:
+    md = ProducerMetadata(metadata_max_idle_ms=5000)
+    md.add("old", 0)
+    md.add("fresh", 0)
+    md.add("fresh", 9000)
+    req, _ = md.new_metadata_request(9000)
+    assert "old" not in md.topics and md.topics == ["fresh"]
+    assert "old" not in (req.topics or [])
+
+
+def test_stale_leader_epoch_is_ignored() -> None:
+    md = ProducerMetadata()
+    n2 = Node(2, "h2", 9092)
+    md.add("t", 0)
+    md.update(response(topic("t", 1, leader=1, epoch=5), brokers=(N, n2)), False, 0)
+    md.update(response(topic("t", 1, leader=2, epoch=3), brokers=(N, n2)), False, 1)
+    assert md.fetch().leader_for(("t", 0)) == N
+    md.update(response(topic("t", 1, leader=2, epoch=6), brokers=(N, n2)), False, 2)
+    assert md.fetch().leader_for(("t", 0)) == n2
+
+
+def test_close_wakes_waiters() -> None:
+    md = ProducerMetadata()
+    threading.Timer(0.05, md.close).start()
+    t0 = time.monotonic()
+    with pytest.raises(errors.ProducerClosedError):
+        md.await_update(md.version, 5000)
+    assert time.monotonic() - t0 < 2

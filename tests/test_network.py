@@ -1,0 +1,209 @@
+"""NetworkClient against tiny scripted servers: timeouts, garbage, backoff, in-flight limits."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import struct
+import threading
+import time
+from typing import List
+
+import pytest
+
+from cproducer import errors
+from cproducer.cluster import Node
+from cproducer.network import ClientRequest, NetworkClient
+from cproducer.protocol import MetadataRequest, Writer
+
+
+def api_versions_body() -> bytes:
+    w = Writer().int16(0)
+    w.uvarint(4)  # compact array of 3
+    for key, hi in ((0, 9), (3, 12), (18, 3)):
+        w.int16(key).int16(0).int16(hi).tagged_fields()
+    w.int32(0).tagged_fields()
+    return w.getvalue()
+
+
+class ScriptedBroker:
+    """Answers ApiVersions properly, then misbehaves on every other request per ``mode``."""
+
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+        self.srv = socket.socket()
+        self.srv.bind(("127.0.0.1", 0))
+        self.srv.listen(4)
+        self.port = self.srv.getsockname()[1]
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+
+    def serve(self) -> None:
+        self.srv.settimeout(0.1)
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.srv.accept()
+            except OSError:
+                continue
+            threading.Thread(target=self.handle, args=(conn,), daemon=True).start()
+
+    def handle(self, conn: socket.socket) -> None:
+        try:
+            while not self.stop.is_set():
+                head = conn.recv(4, socket.MSG_WAITALL)
+                if len(head) < 4:
+                    return
+                frame = conn.recv(struct.unpack(">i", head)[0], socket.MSG_WAITALL)
+                api_key, _ver, cid = struct.unpack(">hhi", frame[:8])
+                if api_key == 18:
+                    body = struct.pack(">i", cid) + api_versions_body()
+                    conn.sendall(struct.pack(">i", len(body)) + body)
+                elif self.mode == "silent":
+                    continue
+                elif self.mode == "bad_length":
+                    conn.sendall(struct.pack(">i", -7) + b"xxxx")
+                elif self.mode == "wrong_cid":
+                    body = struct.pack(">i", cid + 1000) + b"\x00" * 20
+                    conn.sendall(struct.pack(">i", len(body)) + body)
+                elif self.mode == "truncated":
+                    conn.sendall(struct.pack(">i", 100) + struct.pack(">i", cid) + b"\x00" * 10)
+                    conn.close()
+                    return
+                elif self.mode == "garbage_body":
+                    body = struct.pack(">i", cid) + b"\x00\x05\xff\xff"
+                    conn.sendall(struct.pack(">i", len(body)) + body)
+        except OSError:
+            pass
+        finally:
+            conn.close()
+
+    def close(self) -> None:
+        self.stop.set()
+        self.srv.close()
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000_000
+
+    def __call__(self) -> int:
+        return self.now
+
+
+def run_until(client: NetworkClient, node: Node, done, timeout_s: float = 5.0) -> List:
+    out = []
+    deadline = time.monotonic() + timeout_s
+    while not done() and time.monotonic() < deadline:
+        client.ready(node, client.time_ms())
+        out += client.poll(20, client.time_ms())
+    return out
+
+
+def metadata_request(node: Node, sink: list, timeout_ms: int = 30000) -> ClientRequest:
+    return ClientRequest(node.id, MetadataRequest(["t"]), -1, 0, sink.append, timeout_ms, True)
+
+
+def connect(client: NetworkClient, node: Node) -> None:
+    run_until(client, node, lambda: client.is_ready(node, client.time_ms()))
+    assert client.is_ready(node, client.time_ms())
+    assert client.api_version_for(node.id, MetadataRequest) == 12
+
+
+@pytest.mark.parametrize("mode", ["bad_length", "wrong_cid", "truncated", "garbage_body"])
+def test_garbage_disconnects_with_reason_and_fails_the_request(mode, caplog) -> None:
+    srv = ScriptedBroker(mode)
+    node = Node(1, "127.0.0.1", srv.port)
+    client = NetworkClient("t", request_timeout_ms=5000)
+    try:
+        connect(client, node)
+        sink: List = []
+        client.send(metadata_request(node, sink), client.time_ms())
+        with caplog.at_level(logging.INFO, logger="cproducer.network"):
+            run_until(client, node, lambda: sink, 5)
+        assert len(sink) == 1
+        resp = sink[0]
+        assert resp.disconnected and resp.response is None
+        assert isinstance(resp.error, errors.NetworkError)
+        assert any("disconnecting from node 1" in r.message for r in caplog.records)
+        assert client.in_flight_request_count() == 0
+    finally:
+        client.close()
+        srv.close()
+
+
+def test_silent_server_request_times_out_and_connection_closes() -> None:
+    srv = ScriptedBroker("silent")
+    node = Node(1, "127.0.0.1", srv.port)
+    client = NetworkClient("t")
+    try:
+        connect(client, node)
+        sink: List = []
+        client.send(metadata_request(node, sink, timeout_ms=200), client.time_ms())
+        t0 = time.monotonic()
+        run_until(client, node, lambda: sink, 5)
+        assert sink and sink[0].timed_out and sink[0].disconnected
+        assert 0.15 < time.monotonic() - t0 < 3
+        assert isinstance(sink[0].error, errors.RequestTimedOutError)
+    finally:
+        client.close()
+        srv.close()
+
+
+def test_unreachable_port_reconnect_backoff_grows_with_fake_clock() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    clock = Clock()
+    client = NetworkClient(
+        "t", reconnect_backoff_ms=100, reconnect_backoff_max_ms=1600, time_ms=clock
+    )
+    node = Node(1, "127.0.0.1", port)
+    delays: List[int] = []
+    try:
+        for _ in range(6):
+            assert not client.ready(node, clock.now)
+            deadline = time.monotonic() + 5
+            while client.connection_state(node.id) != "disconnected":
+                client.poll(10, clock.now)
+                assert time.monotonic() < deadline
+            delay = client.connection_delay(node, clock.now)
+            delays.append(delay)
+            clock.now += delay
+        assert all(80 <= d for d in delays)
+        assert delays[-1] > delays[0] * 4  # exponential growth ...
+        assert max(delays) <= 1600  # ... up to the cap
+    finally:
+        client.close()
+
+
+def test_in_flight_limit_per_connection() -> None:
+    srv = ScriptedBroker("silent")
+    node = Node(1, "127.0.0.1", srv.port)
+    client = NetworkClient("t", max_in_flight_requests_per_connection=2)
+    try:
+        connect(client, node)
+        sink: List = []
+        client.send(metadata_request(node, sink), client.time_ms())
+        client.poll(0, client.time_ms())
+        assert client.can_send_more(node.id)
+        client.send(metadata_request(node, sink), client.time_ms())
+        client.poll(0, client.time_ms())
+        assert not client.can_send_more(node.id) and not client.is_ready(node, client.time_ms())
+        assert client.in_flight_request_count(node.id) == 2
+        with pytest.raises(errors.IllegalStateError, match="not ready"):
+            client.send(ClientRequest(9, MetadataRequest(["t"])), client.time_ms())
+    finally:
+        client.close()
+        srv.close()
+
+
+def test_wakeup_interrupts_poll() -> None:
+    client = NetworkClient("t")
+    try:
+        threading.Timer(0.05, client.wakeup).start()
+        t0 = time.monotonic()
+        client.poll(5000, client.time_ms())
+        assert time.monotonic() - t0 < 2
+    finally:
+        client.close()
