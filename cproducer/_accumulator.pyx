@@ -487,7 +487,7 @@ def _decode_records(ProducerBatch batch):
         if b._codec:
             body = compression.decompress(b._codec, body)
     else:
-        body = bytes(memoryview(b._holder).cast("B")[61:b._pos])
+        body = bytes(b._mv[61:b._pos])
     first_ts = b._first_ts
     out = []
     pos = 0

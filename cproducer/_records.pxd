@@ -4,8 +4,7 @@ from libc.stdint cimport int16_t, int32_t, int64_t
 
 cdef class RecordBatchBuilder:
     cdef object _holder
-    cdef Py_buffer _view
-    cdef bint _has_view
+    cdef object _mv
     cdef unsigned char* _buf
     cdef Py_ssize_t _capacity
     cdef Py_ssize_t _write_limit

@@ -28,12 +28,8 @@ Records are written straight into a caller-supplied writable buffer (a pooled by
 set, fills the header and the CRC, and ``buffer()`` exposes the finished batch as a view.
 """
 
-from cpython.buffer cimport (
-    PyBUF_SIMPLE,
-    PyBUF_WRITABLE,
-    PyBuffer_Release,
-    PyObject_GetBuffer,
-)
+from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
+from cpython.memoryview cimport PyMemoryView_GET_BUFFER
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.unicode cimport PyUnicode_AsUTF8AndSize
 from libc.stdint cimport int16_t, int32_t, int64_t, uint32_t
@@ -198,28 +194,30 @@ cdef class RecordBatchBuilder:
     always goes in when the physical buffer holds it, as in Java.
     """
 
-    def __cinit__(self):
-        self._has_view = False
-
     def __init__(self, buffer, int compression_type=0, Py_ssize_t write_limit=-1,
                  long long producer_id=-1, int producer_epoch=-1, int base_sequence=-1,
                  bint is_transactional=False, double compression_ratio_estimate=1.0):
+        cdef Py_buffer* pb
         if compression_type < 0 or compression_type > 4:
             raise ValueError(f"compression_type must be 0..4, got {compression_type}")
-        if self._has_view:
-            PyBuffer_Release(&self._view)
-            self._has_view = False
+        # A memoryview holds the buffer export: when this builder goes away (even through the
+        # cyclic GC) the view releases it properly.
         try:
-            PyObject_GetBuffer(buffer, &self._view, PyBUF_WRITABLE)
-        except (TypeError, BufferError):
+            mv = memoryview(buffer)
+            if mv.readonly or not mv.c_contiguous:
+                raise TypeError
+            if mv.format != "B" or mv.ndim != 1:
+                mv = mv.cast("B")
+        except TypeError:
             raise TypeError(
                 f"buffer must be a writable C-contiguous buffer (bytearray, memoryview of one, "
                 f"numpy uint8 array), got {type(buffer).__name__}"
             ) from None
-        self._has_view = True
+        pb = PyMemoryView_GET_BUFFER(mv)
         self._holder = buffer
-        self._buf = <unsigned char*>self._view.buf
-        self._capacity = self._view.len
+        self._mv = mv
+        self._buf = <unsigned char*>pb.buf
+        self._capacity = pb.len
         if self._capacity < RECORDS_OFFSET:
             raise ValueError(
                 f"buffer too small: a batch needs at least {RECORDS_OFFSET} bytes, "
@@ -239,11 +237,6 @@ cdef class RecordBatchBuilder:
         self._out = None
         self._size = 0
         self._ratio = compression_ratio_estimate
-
-    def __dealloc__(self):
-        if self._has_view:
-            PyBuffer_Release(&self._view)
-            self._has_view = False
 
     cdef Py_ssize_t _estimated(self, Py_ssize_t uncompressed) noexcept:
         if self._codec == 0:
@@ -416,7 +409,7 @@ cdef class RecordBatchBuilder:
         if self._closed:
             return
         if self._codec != 0 and self._count > 0:
-            raw = memoryview(self._holder).cast("B")[RECORDS_OFFSET:self._pos]
+            raw = self._mv[RECORDS_OFFSET:self._pos]
             compressed = _compression.compress(self._codec, raw)
             raw.release()
             n = len(compressed)
@@ -440,7 +433,7 @@ cdef class RecordBatchBuilder:
             raise RuntimeError("close() the builder before taking its buffer")
         if self._out is not None:
             return memoryview(self._out)
-        return memoryview(self._holder).cast("B")[:self._size]
+        return self._mv[:self._size]
 
     @property
     def num_records(self):
