@@ -15,7 +15,6 @@ cdef class ProducerBatch:
     cdef readonly object result
     cdef list thunks
     cdef list segments
-    cdef list futures
     cdef public int max_record_size
     cdef public object pooled_buffer
     cdef readonly bint is_splitting_batch
@@ -29,10 +28,19 @@ cdef class ProducerBatch:
                     object record_exceptions) except *
 
 
+from cpython.pythread cimport PyThread_type_lock
+
+
+cdef class FastLock:
+    cdef PyThread_type_lock _lock
+    cdef void acquire_c(self) noexcept
+    cdef void release_c(self) noexcept
+
+
 cdef class PartitionDeque:
     cdef readonly object tp
     cdef readonly object batches
-    cdef readonly object lock
+    cdef readonly FastLock lock
 
 
 cdef class TopicInfo:

@@ -17,6 +17,14 @@ from collections import deque
 
 import numpy as np
 
+from cpython.pythread cimport (
+    NOWAIT_LOCK,
+    WAIT_LOCK,
+    PyThread_acquire_lock,
+    PyThread_allocate_lock,
+    PyThread_free_lock,
+    PyThread_release_lock,
+)
 from libc.stdint cimport int32_t, int64_t
 
 from cproducer._partitioner cimport BuiltInPartitioner, StickyPartitionInfo
@@ -90,6 +98,7 @@ cdef class ProduceRequestResult:
     cdef object _record_errors
     cdef object _event
     cdef readonly bint completed
+    cdef public object forward  # after a split: old relative offset -> (new batch, new offset)
 
     def __init__(self, topic_partition):
         self.topic_partition = topic_partition
@@ -138,9 +147,16 @@ cdef class FutureRecordMetadata:
         self._result = batch.result
         self._rel = rel
 
+    cdef inline void _follow(self):
+        # a split batch forwards each of its records to the batch it was re-appended to
+        while self._result.forward is not None:
+            batch, rel = self._result.forward[self._rel]
+            self._bind(batch, rel)
+
     @property
     def is_done(self):
-        return self._result.completed and self._batch.final_state != STATE_SPLIT
+        self._follow()
+        return self._result.completed
 
     @property
     def topic_partition(self):
@@ -150,6 +166,7 @@ cdef class FutureRecordMetadata:
         return self.is_done
 
     cdef RecordMetadata _metadata(self):
+        self._follow()
         cdef ProduceRequestResult r = self._result
         cdef long long offset = -1 if r.base_offset < 0 else r.base_offset + self._rel
         cdef long long ts = r.log_append_time if r.log_append_time != -1 else self._create_ts
@@ -158,6 +175,7 @@ cdef class FutureRecordMetadata:
                               self._value_size)
 
     cdef object _error(self):
+        self._follow()
         return self._result.error_for(self._rel)
 
     def get(self, timeout=None):
@@ -165,11 +183,12 @@ cdef class FutureRecordMetadata:
         cdef ProduceRequestResult r
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
+            self._follow()
             r = self._result
             remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
             if not r.wait(remaining):
                 raise KafkaTimeoutError(f"record not acknowledged within {timeout} s")
-            if r is self._result:  # not moved to a split batch meanwhile
+            if r.forward is None:  # not moved to a split batch meanwhile
                 break
         err = self._error()
         if err is not None:
@@ -252,7 +271,6 @@ cdef class ProducerBatch:
         self.pooled_buffer = None
         self.is_splitting_batch = is_splitting_batch
         self.backoff_ms = 0
-        self.futures = []
         self._lock = threading.Lock()
 
     cdef object _try_append(self, long long timestamp, object key, object value,
@@ -268,7 +286,6 @@ cdef class ProducerBatch:
         fut = _new_future(self, rel, timestamp, _size_of(key), _size_of(value))
         if callback is not None:
             self.thunks.append((fut, callback))
-        self.futures.append(fut)
         return fut
 
     def try_append(self, long long timestamp, key, value, headers, callback, long long now_ms):
@@ -276,6 +293,7 @@ cdef class ProducerBatch:
 
     cdef void _add_thunk(self, object fut_obj, object fn) except *:
         cdef FutureRecordMetadata fut = fut_obj
+        fut._follow()
         with self._lock:
             if self.final_state == STATE_IN_FLIGHT or self.final_state == STATE_SPLIT:
                 if fut._batch is self:
@@ -369,7 +387,7 @@ cdef class ProducerBatch:
         return self.final_state != STATE_IN_FLIGHT
 
     def is_full(self):
-        return self.builder.is_full
+        return self.builder.is_full_c()
 
     def in_retry(self):
         return self.attempts > 0
@@ -407,11 +425,11 @@ cdef class ProducerBatch:
                 raise RuntimeError("cannot split a completed batch")
             self.final_state = STATE_SPLIT
             for fut, fn in self.thunks:
-                thunks_by_rel.setdefault(fut._rel, []).append(fn)
+                thunks_by_rel.setdefault(fut._rel, []).append((fut, fn))
             self.thunks = []
-        futures_by_rel = {(<FutureRecordMetadata>f)._rel: f for f in self.futures}
         batches = []
-        placement = []  # rel -> (batch index, new rel)
+        placement = []  # old relative offset -> (batch index, new relative offset)
+        forward = []  # old relative offset -> (new batch, new relative offset)
         nb = None
         for rel, (ts, key, value, headers) in enumerate(records):
             new_rel = -1 if nb is None else nb.builder.try_append(ts, key, value, headers)
@@ -424,12 +442,9 @@ cdef class ProducerBatch:
                 batches.append(nb)
                 new_rel = nb.builder.try_append(ts, key, value, headers)
             placement.append((len(batches) - 1, new_rel))
-            fut = futures_by_rel.get(rel)
-            if fut is not None:
-                fut._bind(nb, new_rel)
-                nb.futures.append(fut)
-                for fn in thunks_by_rel.get(rel, ()):
-                    nb.thunks.append((fut, fn))
+            forward.append((nb, new_rel))
+            for fut, fn in thunks_by_rel.get(rel, ()):
+                nb.thunks.append((fut, fn))
         for bf, order, start, end, first_rel in self.segments:
             i = start
             while i < end:
@@ -446,7 +461,8 @@ cdef class ProducerBatch:
                                               self.builder._producer_epoch, seq,
                                               self.builder._transactional)
                 seq += nb.builder._count
-        # wake get() callers blocked on the old result: they follow their future to the new batch
+        # futures follow ``forward`` to their new batch; wake get() callers blocked on the old one
+        self.result.forward = forward
         self.result.set(-1, -1, RecordTooLargeError("batch split"), None)
         self.result.done()
         return batches
@@ -537,6 +553,17 @@ cdef class RecordAppendResult:
         self.appended_bytes = appended_bytes
 
 
+cdef RecordAppendResult _result(object future, bint full, bint new_batch, bint abort,
+                                int appended):
+    cdef RecordAppendResult r = RecordAppendResult.__new__(RecordAppendResult)
+    r.future = future
+    r.batch_is_full = full
+    r.new_batch_created = new_batch
+    r.abort_for_new_batch = abort
+    r.appended_bytes = appended
+    return r
+
+
 class ReadyCheckResult:
     __slots__ = ("ready_nodes", "next_ready_check_delay_ms", "unknown_leader_topics")
 
@@ -546,13 +573,43 @@ class ReadyCheckResult:
         self.unknown_leader_topics = unknown_leader_topics
 
 
+cdef class FastLock:
+    """A plain lock with a C-level uncontended path; blocks with the GIL released."""
+
+    def __cinit__(self):
+        self._lock = PyThread_allocate_lock()
+        if self._lock == NULL:
+            raise MemoryError("cannot allocate a lock")
+
+    def __dealloc__(self):
+        if self._lock != NULL:
+            PyThread_free_lock(self._lock)
+
+    cdef void acquire_c(self) noexcept:
+        if PyThread_acquire_lock(self._lock, NOWAIT_LOCK):
+            return
+        with nogil:
+            PyThread_acquire_lock(self._lock, WAIT_LOCK)
+
+    cdef void release_c(self) noexcept:
+        PyThread_release_lock(self._lock)
+
+    def __enter__(self):
+        self.acquire_c()
+        return self
+
+    def __exit__(self, *exc):
+        self.release_c()
+        return False
+
+
 cdef class PartitionDeque:
     """The batches of one partition, oldest first, under their own lock."""
 
     def __init__(self, tp):
         self.tp = tp
         self.batches = deque()
-        self.lock = threading.Lock()
+        self.lock = FastLock()
 
 
 cdef class TopicInfo:
@@ -577,7 +634,7 @@ cdef bint _all_batches_full(PartitionDeque dq):
     # Java's allBatchesFull: the last batch is full (the others are, being older)
     if not dq.batches:
         return True
-    return (<ProducerBatch>dq.batches[-1]).builder.is_full
+    return (<ProducerBatch>dq.batches[-1]).builder.is_full_c()
 
 
 cdef class RecordAccumulator:
@@ -641,8 +698,8 @@ cdef class RecordAccumulator:
         fut = last._try_append(timestamp, key, value, headers, callback, now)
         if fut is None:
             return None
-        return RecordAppendResult(fut, len(dq.batches) > 1 or last.builder.is_full, False,
-                                  False, last.builder._pos - before)
+        return _result(fut, len(dq.batches) > 1 or last.builder.is_full_c(), False, False,
+                       last.builder._pos - before)
 
     cpdef object append(self, str topic, int partition, long long timestamp, key,
                         value, headers, callback, double max_time_to_block_ms,
@@ -664,7 +721,8 @@ cdef class RecordAccumulator:
                     info = None
                     effective = partition
                 dq = ti.get_or_create(effective)
-                with dq.lock:
+                dq.lock.acquire_c()
+                try:
                     if bp.is_partition_changed(info):
                         continue
                     result = self._try_append_dq(dq, timestamp, key, value, headers, callback,
@@ -674,8 +732,10 @@ cdef class RecordAccumulator:
                             bp.update_partition_info(info, result.appended_bytes, cluster,
                                                      _all_batches_full(dq))
                         return result
+                finally:
+                    dq.lock.release_c()
                 if abort_on_new_batch:
-                    return RecordAppendResult(None, False, False, True, 0)
+                    return _result(None, False, False, True, 0)
                 if buffer is None:
                     size = max(self.batch_size,
                                estimate_size_in_bytes_upper_bound(key, value, headers))
@@ -713,8 +773,8 @@ cdef class RecordAccumulator:
         dq.batches.append(batch)
         with self.incomplete_lock:
             self.incomplete.add(batch)
-        return RecordAppendResult(fut, len(dq.batches) > 1 or builder.is_full, True, False,
-                                  builder._pos)
+        return _result(fut, len(dq.batches) > 1 or builder.is_full_c(), True, False,
+                       builder._pos)
 
     # ---------------------------------------------------------- columnar append (send_many)
     def new_batch_for(self, PartitionDeque dq, buffer, long long now_ms):
@@ -767,7 +827,7 @@ cdef class RecordAccumulator:
                     waited = max(0, now_ms - batch.last_attempt_ms)
                     backing_off = batch.attempts > 0 and waited < batch.backoff_ms
                     size = len(dq.batches)
-                    full = size > 1 or batch.builder.is_full
+                    full = size > 1 or batch.builder.is_full_c()
                 if leader is None:
                     unknown.add(topic)
                     continue

@@ -27,5 +27,6 @@ cdef class RecordBatchBuilder:
                         const unsigned char* value, Py_ssize_t value_len,
                         object headers) except -2
     cdef void _write_header(self) noexcept
+    cdef bint is_full_c(self) noexcept
     cpdef int try_append(self, long long timestamp, object key, object value,
                          object headers=*) except -2

@@ -460,12 +460,15 @@ cdef class RecordBatchBuilder:
     def capacity(self):
         return self._capacity
 
-    @property
-    def is_full(self):
-        """Java's ``isFull``: closed, or a record is in and the estimate reached the limit."""
+    cdef bint is_full_c(self) noexcept:
         return self._closed or (
             self._count > 0 and self._estimated(self._pos - RECORDS_OFFSET) >= self._write_limit
         )
+
+    @property
+    def is_full(self):
+        """Java's ``isFull``: closed, or a record is in and the estimate reached the limit."""
+        return self.is_full_c()
 
     @property
     def is_closed(self):
