@@ -37,6 +37,14 @@ cdef class FastLock:
     cdef void release_c(self) noexcept
 
 
+cdef class RecordAppendResult:
+    cdef readonly object future
+    cdef readonly bint batch_is_full
+    cdef readonly bint new_batch_created
+    cdef readonly bint abort_for_new_batch
+    cdef readonly int appended_bytes
+
+
 cdef class PartitionDeque:
     cdef readonly object tp
     cdef readonly object batches

@@ -538,12 +538,6 @@ def _decode_records(ProducerBatch batch):
 
 
 cdef class RecordAppendResult:
-    cdef readonly object future
-    cdef readonly bint batch_is_full
-    cdef readonly bint new_batch_created
-    cdef readonly bint abort_for_new_batch
-    cdef readonly int appended_bytes
-
     def __init__(self, future, batch_is_full, new_batch_created, abort_for_new_batch,
                  appended_bytes):
         self.future = future

@@ -18,6 +18,7 @@ from typing import Any, Callable, Dict, Mapping, Optional, Set
 from cproducer import errors
 from cproducer._accumulator import RecordAccumulator
 from cproducer._buffer_pool import BufferPool
+from cproducer._fast_send import FastSend
 from cproducer._murmur2 import partition_for_key
 from cproducer._records import estimate_size_in_bytes_upper_bound
 from cproducer.cluster import Cluster
@@ -166,6 +167,26 @@ class KafkaProducer:
             client_id=self.client_id,
             time_ms=self._time_ms,
         )
+        self._fast: Optional[FastSend] = None
+        if (
+            not self._interceptors
+            and self._key_serializer is None
+            and self._value_serializer is None
+            and self._partitioner is None
+        ):
+            self._fast = FastSend(
+                self._accumulator,
+                self._metadata,
+                self._send_slow,
+                self._sender.wakeup,
+                self._max_request_size,
+                self._total_memory,
+                float(self._max_block_ms),
+                self._ignore_keys,
+                cfg.hooks.get("time_ms"),
+            )
+            # the instance attribute wins over the method: send() goes straight into Cython
+            self.send = self._fast.send  # type: ignore[method-assign]
         self._sender.start()
         log.debug("producer %s started", self.client_id)
 
@@ -187,6 +208,19 @@ class KafkaProducer:
         serializer, malformed headers), ``RecordTooLargeError``, ``KafkaTimeoutError`` (metadata or
         memory not available within ``max_block_ms``).
         """
+        return self._send_slow(topic, value, key, headers, partition, timestamp_ms, callback)
+
+    def _send_slow(
+        self,
+        topic: str,
+        value: Any = None,
+        key: Any = None,
+        headers: Any = None,
+        partition: Optional[int] = None,
+        timestamp_ms: Optional[int] = None,
+        callback: Optional[Callable[[Any, Optional[BaseException]], None]] = None,
+    ) -> Any:
+        """Java's doSend, in Python: every case the Cython fast path hands over."""
         if self._closed:
             raise errors.ProducerClosedError("cannot send after the producer is closed")
         if self._interceptors:
@@ -198,10 +232,11 @@ class KafkaProducer:
         if topic not in self._valid_topics:
             _check_topic(topic)
         now = self._time_ms()
+        version = self._metadata.version
         cluster = self._metadata.fetch()
         count = cluster.partition_count_for_topic(topic)
         if count is None or (partition is not None and not 0 <= partition < count):
-            cluster, count = self._wait_on_metadata(topic, partition, now)
+            version, cluster, count = self._wait_on_metadata(topic, partition, now)
         else:
             self._metadata.add(topic, now)
         remaining_ms = self._max_block_ms - (self._time_ms() - now)
@@ -266,6 +301,8 @@ class KafkaProducer:
             )
         if result.batch_is_full or result.new_batch_created:
             self._sender.wakeup()
+        if self._fast is not None:
+            self._fast.remember(topic, count, cluster, version)
         return result.future
 
     def _intercepted_callback(self, callback: Any) -> Callable[[Any, Any], None]:
@@ -334,6 +371,7 @@ class KafkaProducer:
             raise errors.InvalidPartitionError(f"partition must be >= 0, got {partition}")
         self._metadata.add(topic, now)
         begin = self._time_ms()
+        version = self._metadata.version
         cluster = self._metadata.fetch()
         count = cluster.partition_count_for_topic(topic)
         refreshed_for_partition = False
@@ -341,7 +379,7 @@ class KafkaProducer:
             if count is not None:
                 if partition is None or partition < count:
                     self._valid_topics.add(topic)
-                    return cluster, count
+                    return version, cluster, count
                 if refreshed_for_partition:
                     raise errors.InvalidPartitionError(
                         f"partition {partition} is out of range for topic {topic!r}, which has "
@@ -369,6 +407,7 @@ class KafkaProducer:
                     "the producer was closed while waiting for metadata"
                 )
             self._metadata.maybe_throw_exception_for_topic(topic)
+            version = self._metadata.version
             cluster = self._metadata.fetch()
             count = cluster.partition_count_for_topic(topic)
 
@@ -387,6 +426,8 @@ class KafkaProducer:
             if self._closed and not self._sender.thread.is_alive():
                 return
             self._closed = True
+            if self._fast is not None:
+                self._fast.closed = True
         if timeout is None or timeout > 0:
             self._sender.initiate_close()
             self._sender.thread.join(timeout)
@@ -420,7 +461,7 @@ class KafkaProducer:
         if self._closed:
             raise errors.ProducerClosedError("the producer is closed")
         _check_topic(topic)
-        cluster, _count = self._wait_on_metadata(topic, None, self._time_ms())
+        _version, cluster, _count = self._wait_on_metadata(topic, None, self._time_ms())
         return {p.partition for p in cluster.partitions_for_topic(topic)}
 
     def metrics(self) -> Dict[str, Any]:

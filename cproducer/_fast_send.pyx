@@ -1,0 +1,118 @@
+"""The per-record fast path of ``KafkaProducer.send`` (Java's ``doSend`` without the detours).
+
+Taken when the producer has no interceptors, serializers or custom partitioner and the record is
+plain: bytes key/value (or None), no headers, the topic's metadata known and current. Everything
+else, and every error, goes to the producer's Python path (``slow``), which raises the same clear
+exceptions and then teaches this path the topic. The work per record is a few C checks, murmur2
+for a keyed record, the size bound, and one C-level ``RecordAccumulator.append``.
+"""
+
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from libc.stdint cimport int32_t
+from posix.time cimport CLOCK_REALTIME, clock_gettime, timespec
+
+from cproducer._accumulator cimport RecordAccumulator, RecordAppendResult
+from cproducer._murmur2 cimport murmur2_partition
+
+
+cdef inline long long _wall_ms() noexcept nogil:
+    cdef timespec ts
+    clock_gettime(CLOCK_REALTIME, &ts)
+    return <long long>ts.tv_sec * 1000 + ts.tv_nsec // 1000000
+
+
+cdef inline Py_ssize_t _varint_size(Py_ssize_t v) noexcept:
+    cdef unsigned long long u = <unsigned long long>(v << 1)
+    cdef Py_ssize_t n = 1
+    while u >= 0x80:
+        u >>= 7
+        n += 1
+    return n
+
+
+cdef class _TopicState:
+    cdef int count
+    cdef object cluster
+    cdef long long version
+
+
+cdef class FastSend:
+    cdef RecordAccumulator acc
+    cdef object metadata
+    cdef dict topics_last_used
+    cdef dict states
+    cdef object slow
+    cdef object wakeup
+    cdef long long max_request_size
+    cdef long long total_memory
+    cdef double max_block_ms
+    cdef bint ignore_keys
+    cdef object time_ms
+    cdef public bint closed
+
+    def __init__(self, RecordAccumulator acc, metadata, slow, wakeup, long long max_request_size,
+                 long long total_memory, double max_block_ms, bint ignore_keys, time_ms=None):
+        self.acc = acc
+        self.metadata = metadata
+        self.topics_last_used = metadata._topics
+        self.states = {}
+        self.slow = slow
+        self.wakeup = wakeup
+        self.max_request_size = max_request_size
+        self.total_memory = total_memory
+        self.max_block_ms = max_block_ms
+        self.ignore_keys = ignore_keys
+        self.time_ms = time_ms
+        self.closed = False
+
+    def remember(self, str topic, int count, cluster, long long version):
+        """The slow path found the topic's metadata: later sends take the fast path."""
+        cdef _TopicState st = _TopicState.__new__(_TopicState)
+        st.count = count
+        st.cluster = cluster
+        st.version = version
+        self.states[topic] = st
+
+    def send(self, topic, value=None, key=None, headers=None, partition=None,
+             timestamp_ms=None, callback=None):
+        cdef _TopicState st
+        cdef Py_ssize_t klen = -1, vlen = -1, size
+        cdef int part
+        cdef long long now, ts
+        cdef RecordAppendResult result
+        st = self.states.get(topic)
+        if (st is None or headers is not None or self.closed
+                or st.version != self.metadata.version):
+            return self.slow(topic, value, key, headers, partition, timestamp_ms, callback)
+        if key is not None:
+            if type(key) is not bytes:
+                return self.slow(topic, value, key, headers, partition, timestamp_ms, callback)
+            klen = PyBytes_GET_SIZE(key)
+        if value is not None:
+            if type(value) is not bytes:
+                return self.slow(topic, value, key, headers, partition, timestamp_ms, callback)
+            vlen = PyBytes_GET_SIZE(value)
+        if partition is None:
+            if klen >= 0 and not self.ignore_keys:
+                part = murmur2_partition(<const unsigned char*>PyBytes_AS_STRING(key), klen,
+                                         st.count)
+            else:
+                part = -1
+        elif type(partition) is int and 0 <= <long long>partition < st.count:
+            part = partition
+        else:
+            return self.slow(topic, value, key, headers, partition, timestamp_ms, callback)
+        # Java's estimateSizeInBytesUpperBound: overhead 61 + 21 + headers count + key + value
+        size = 61 + 21 + 1
+        size += 1 if klen < 0 else _varint_size(klen) + klen
+        size += 1 if vlen < 0 else _varint_size(vlen) + vlen
+        if size > self.max_request_size or size > self.total_memory:
+            return self.slow(topic, value, key, headers, partition, timestamp_ms, callback)
+        now = _wall_ms() if self.time_ms is None else self.time_ms()
+        self.topics_last_used[topic] = now
+        ts = now if timestamp_ms is None else timestamp_ms
+        result = self.acc.append(topic, part, ts, key, value, None, callback, self.max_block_ms,
+                                 False, now, st.cluster)
+        if result.batch_is_full or result.new_batch_created:
+            self.wakeup()
+        return result.future
