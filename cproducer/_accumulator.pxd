@@ -1,9 +1,12 @@
+cimport cython
 from cproducer._partitioner cimport BuiltInPartitioner
 from cproducer._records cimport RecordBatchBuilder
 
 
 cdef class ProducerBatch:
     cdef readonly object topic_partition
+    cdef readonly str topic
+    cdef readonly int partition
     cdef readonly RecordBatchBuilder builder
     cdef readonly long long created_ms
     cdef public long long last_attempt_ms
@@ -37,6 +40,7 @@ cdef class FastLock:
     cdef void release_c(self) noexcept
 
 
+@cython.no_gc
 cdef class RecordAppendResult:
     cdef readonly object future
     cdef readonly bint batch_is_full

@@ -17,6 +17,8 @@ from collections import deque
 
 import numpy as np
 
+cimport cython
+
 from cpython.pythread cimport (
     NOWAIT_LOCK,
     WAIT_LOCK,
@@ -46,6 +48,7 @@ cdef enum:
 # ================================================================== results and futures
 
 
+@cython.no_gc
 cdef class RecordMetadata:
     cdef readonly str topic
     cdef readonly int partition
@@ -133,6 +136,7 @@ cdef class ProduceRequestResult:
         return self.error
 
 
+@cython.no_gc
 cdef class FutureRecordMetadata:
     """One record's future: a reference into its batch's result, no heavyweight future."""
     cdef ProduceRequestResult _result
@@ -168,11 +172,15 @@ cdef class FutureRecordMetadata:
     cdef RecordMetadata _metadata(self):
         self._follow()
         cdef ProduceRequestResult r = self._result
-        cdef long long offset = -1 if r.base_offset < 0 else r.base_offset + self._rel
-        cdef long long ts = r.log_append_time if r.log_append_time != -1 else self._create_ts
-        tp = r.topic_partition
-        return RecordMetadata(tp.topic, tp.partition, offset, ts, self._key_size,
-                              self._value_size)
+        cdef RecordMetadata md = RecordMetadata.__new__(RecordMetadata)
+        cdef ProducerBatch b = self._batch
+        md.topic = b.topic
+        md.partition = b.partition
+        md.offset = -1 if r.base_offset < 0 else r.base_offset + self._rel
+        md.timestamp = r.log_append_time if r.log_append_time != -1 else self._create_ts
+        md.serialized_key_size = self._key_size
+        md.serialized_value_size = self._value_size
+        return md
 
     cdef object _error(self):
         self._follow()
@@ -256,6 +264,8 @@ cdef class ProducerBatch:
     def __init__(self, topic_partition, RecordBatchBuilder builder, long long created_ms,
                  bint is_splitting_batch=False):
         self.topic_partition = topic_partition
+        self.topic = topic_partition[0]
+        self.partition = topic_partition[1]
         self.builder = builder
         self.created_ms = created_ms
         self.last_attempt_ms = created_ms
@@ -285,7 +295,9 @@ cdef class ProducerBatch:
         self.last_append_time = now
         fut = _new_future(self, rel, timestamp, _size_of(key), _size_of(value))
         if callback is not None:
-            self.thunks.append((fut, callback))
+            # flat [future, callback, future, callback, ...]: no tuple per record
+            self.thunks.append(fut)
+            self.thunks.append(callback)
         return fut
 
     def try_append(self, long long timestamp, key, value, headers, callback, long long now_ms):
@@ -297,7 +309,8 @@ cdef class ProducerBatch:
         with self._lock:
             if self.final_state == STATE_IN_FLIGHT or self.final_state == STATE_SPLIT:
                 if fut._batch is self:
-                    self.thunks.append((fut, fn))
+                    self.thunks.append(fut)
+                    self.thunks.append(fn)
                     return
         if fut._batch is not self:
             fut._batch._add_thunk(fut, fn)
@@ -331,7 +344,11 @@ cdef class ProducerBatch:
             thunks, self.thunks = self.thunks, []
             segments = self.segments
         r.set(base_offset, log_append_time, exc, record_exceptions)
-        for fut, fn in thunks:
+        cdef Py_ssize_t i
+        cdef list flat = thunks
+        for i in range(0, len(flat), 2):
+            fut = flat[i]
+            fn = flat[i + 1]
             if exc is None:
                 _run_callback(fn, fut._metadata(), None)
             else:
@@ -424,8 +441,9 @@ cdef class ProducerBatch:
             if self.final_state != STATE_IN_FLIGHT:
                 raise RuntimeError("cannot split a completed batch")
             self.final_state = STATE_SPLIT
-            for fut, fn in self.thunks:
-                thunks_by_rel.setdefault(fut._rel, []).append((fut, fn))
+            for i in range(0, len(self.thunks), 2):
+                fut = self.thunks[i]
+                thunks_by_rel.setdefault(fut._rel, []).append((fut, self.thunks[i + 1]))
             self.thunks = []
         batches = []
         placement = []  # old relative offset -> (batch index, new relative offset)
@@ -444,7 +462,8 @@ cdef class ProducerBatch:
             placement.append((len(batches) - 1, new_rel))
             forward.append((nb, new_rel))
             for fut, fn in thunks_by_rel.get(rel, ()):
-                nb.thunks.append((fut, fn))
+                nb.thunks.append(fut)
+                nb.thunks.append(fn)
         for bf, order, start, end, first_rel in self.segments:
             i = start
             while i < end:
@@ -537,6 +556,7 @@ def _decode_records(ProducerBatch batch):
 # ================================================================== accumulator
 
 
+@cython.no_gc
 cdef class RecordAppendResult:
     def __init__(self, future, batch_is_full, new_batch_created, abort_for_new_batch,
                  appended_bytes):

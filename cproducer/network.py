@@ -396,12 +396,14 @@ class NetworkClient:
         return completed
 
     def _drain_wakeup(self) -> None:
-        self._woken.clear()
+        # Drain first, then clear: a wakeup() between the two is not lost, because the caller
+        # goes on to a full Sender iteration that sees whatever that wakeup was for.
         try:
             while self._wake_r.recv(4096):
                 pass
         except (BlockingIOError, InterruptedError, OSError):
             pass
+        self._woken.clear()
 
     def _next_timeout(self, now_ms: int) -> int:
         out = 2**31
