@@ -92,6 +92,9 @@ cdef class RecordMetadata:
                 f"serialized_value_size={self.serialized_value_size})")
 
 
+_event_lock = threading.Lock()
+
+
 cdef class ProduceRequestResult:
     """Completed once for a whole batch: base offset and log-append time, or an error."""
     cdef readonly object topic_partition
@@ -109,7 +112,7 @@ cdef class ProduceRequestResult:
         self.log_append_time = -1
         self.error = None
         self._record_errors = None
-        self._event = threading.Event()
+        self._event = None  # made only when somebody waits before completion
         self.completed = False
 
     def set(self, long long base_offset, long long log_append_time, error=None,
@@ -120,13 +123,24 @@ cdef class ProduceRequestResult:
         self._record_errors = record_errors
 
     def done(self):
-        if self.completed:
-            raise RuntimeError("the result of this batch was already completed")
-        self.completed = True
-        self._event.set()
+        with _event_lock:
+            if self.completed:
+                raise RuntimeError("the result of this batch was already completed")
+            self.completed = True
+            event = self._event
+        if event is not None:
+            event.set()
 
     def wait(self, timeout=None):
-        return self._event.wait(timeout)
+        if self.completed:
+            return True
+        with _event_lock:
+            if self.completed:
+                return True
+            if self._event is None:
+                self._event = threading.Event()
+            event = self._event
+        return event.wait(timeout)
 
     cpdef object error_for(self, int relative_offset):
         if self.error is None:
@@ -903,29 +917,37 @@ cdef class RecordAccumulator:
             ti = self.topic_infos.get(part.topic)
             dq = None if ti is None else ti.deques.get(part.partition)
             if dq is not None and dq.tp not in self.muted:
-                with dq.lock:
-                    if dq.batches:
-                        first = dq.batches[0]
-                        backoff = (first.attempts > 0
-                                   and now - first.last_attempt_ms < first.backoff_ms)
-                        if not backoff:
-                            if size + first.builder.estimated_size_in_bytes > max_size and ready:
-                                break
-                            if self._should_stop_drain(first, dq.tp):
-                                break
-                            dq.batches.popleft()
-                            if tm is not None and first.builder._base_sequence == -1:
-                                tm.maybe_update_producer_id_and_epoch(dq.tp)
-                                pid, epoch = tm.producer_id_and_epoch
-                                first.builder.set_producer_state(
-                                    pid, epoch, tm.sequence_number(dq.tp), tm.is_transactional()
-                                )
-                                tm.increment_sequence_number(dq.tp, first.builder._count)
-                                tm.add_in_flight_batch(first)
-                            first.builder.close()
-                            size += first.builder._size
-                            ready.append(first)
-                            first.drained(now)
+                first = None
+                dq.lock.acquire_c()
+                if dq.batches:
+                    first = dq.batches[0]
+                dq.lock.release_c()
+                # Only this (the Sender) thread removes batches from the head, so ``first``
+                # stays the head while we look at it without holding the lock.
+                if first is not None and not (
+                    first.attempts > 0 and now - first.last_attempt_ms < first.backoff_ms
+                ):
+                    if size + first.builder.estimated_size_in_bytes > max_size and ready:
+                        break
+                    if self._should_stop_drain(first, dq.tp):
+                        break
+                    dq.lock.acquire_c()
+                    dq.batches.popleft()
+                    dq.lock.release_c()
+                    # sequence numbers and compression outside the lock: appenders to this
+                    # partition never wait for them (the batch is out of the deque already)
+                    if tm is not None and first.builder._base_sequence == -1:
+                        tm.maybe_update_producer_id_and_epoch(dq.tp)
+                        pid, epoch = tm.producer_id_and_epoch
+                        first.builder.set_producer_state(
+                            pid, epoch, tm.sequence_number(dq.tp), tm.is_transactional()
+                        )
+                        tm.increment_sequence_number(dq.tp, first.builder._count)
+                        tm.add_in_flight_batch(first)
+                    first.builder.close()
+                    size += first.builder._size
+                    ready.append(first)
+                    first.drained(now)
             if i == start:
                 break
         return ready
