@@ -57,6 +57,7 @@ cdef class PartitionDeque:
 
 cdef class TopicInfo:
     cdef readonly str topic
+    cdef public double compression_ratio
     cdef readonly dict deques
     cdef readonly BuiltInPartitioner partitioner
     cdef object lock
@@ -99,5 +100,6 @@ cdef class RecordAccumulator:
     cdef bint _should_stop_drain(self, ProducerBatch first, tp) except -1
     cdef list _drain_node(self, cluster, int node_id, int max_size, long long now)
     cdef long long _backoff(self, int attempts)
+    cdef void _update_compression_ratio(self, TopicInfo ti, double observed)
     cdef void _insert_in_sequence_order(self, PartitionDeque dq, ProducerBatch batch)
     cdef void _abort_batches(self, exc, bint undrained_only) except *

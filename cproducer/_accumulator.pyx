@@ -643,6 +643,7 @@ cdef class PartitionDeque:
 cdef class TopicInfo:
     def __init__(self, str topic, int batch_size, random):
         self.topic = topic
+        self.compression_ratio = 1.0  # Java's CompressionRatioEstimator, per topic
         self.deques = {}
         self.partitioner = BuiltInPartitioner(topic, batch_size, random)
         self.lock = threading.Lock()
@@ -794,7 +795,8 @@ cdef class RecordAccumulator:
         result = self._try_append_dq(dq, timestamp, key, value, headers, callback, now)
         if result is not None:
             return result  # another thread made a batch while we were allocating
-        builder = RecordBatchBuilder(buffer, self.compression_type, self.batch_size)
+        builder = RecordBatchBuilder(buffer, self.compression_type, self.batch_size, -1, -1, -1,
+                                     False, self._topic_info(dq.tp[0]).compression_ratio)
         batch = ProducerBatch(dq.tp, builder, now)
         batch.pooled_buffer = buffer
         fut = batch._try_append(timestamp, key, value, headers, callback, now)
@@ -808,7 +810,8 @@ cdef class RecordAccumulator:
     def new_batch_for(self, PartitionDeque dq, buffer, long long now_ms):
         """A new ProducerBatch in ``dq`` on ``buffer`` (call with dq.lock held)."""
         cdef ProducerBatch batch
-        builder = RecordBatchBuilder(buffer, self.compression_type, self.batch_size)
+        builder = RecordBatchBuilder(buffer, self.compression_type, self.batch_size, -1, -1, -1,
+                                     False, self._topic_info(dq.tp[0]).compression_ratio)
         batch = ProducerBatch(dq.tp, builder, now_ms)
         batch.pooled_buffer = buffer
         dq.batches.append(batch)
@@ -945,12 +948,23 @@ cdef class RecordAccumulator:
                         tm.increment_sequence_number(dq.tp, first.builder._count)
                         tm.add_in_flight_batch(first)
                     first.builder.close()
+                    if self.compression_type != 0:
+                        self._update_compression_ratio(ti, first.builder.compression_ratio)
                     size += first.builder._size
                     ready.append(first)
                     first.drained(now)
             if i == start:
                 break
         return ready
+
+    cdef void _update_compression_ratio(self, TopicInfo ti, double observed):
+        # Java's CompressionRatioEstimator: worse ratios are taken at once (in steps of at least
+        # 0.05), better ones slowly (at most 0.005 per batch)
+        cdef double current = ti.compression_ratio
+        if observed > current:
+            ti.compression_ratio = max(current + 0.05, observed)
+        elif observed < current:
+            ti.compression_ratio = max(current - 0.005, observed)
 
     # ---------------------------------------------------------- retries, expiry, split
     def expired_batches(self, long long now_ms):

@@ -23,6 +23,7 @@ cdef class RecordBatchBuilder:
     cdef double _ratio
 
     cdef Py_ssize_t _estimated(self, Py_ssize_t uncompressed) noexcept
+    cdef void _grow(self, Py_ssize_t needed) except *
     cdef int append_raw(self, int64_t timestamp, const unsigned char* key, Py_ssize_t key_len,
                         const unsigned char* value, Py_ssize_t value_len,
                         object headers) except -2

@@ -30,6 +30,7 @@ set, fills the header and the CRC, and ``buffer()`` exposes the finished batch a
 
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.memoryview cimport PyMemoryView_GET_BUFFER
+from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_FromStringAndSize
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.unicode cimport PyUnicode_AsUTF8AndSize
 from libc.stdint cimport int16_t, int32_t, int64_t, uint32_t
@@ -238,6 +239,17 @@ cdef class RecordBatchBuilder:
         self._size = 0
         self._ratio = compression_ratio_estimate
 
+    cdef void _grow(self, Py_ssize_t needed) except *:
+        cdef Py_ssize_t capacity = max(needed, 2 * self._capacity)
+        cdef object bigger = PyByteArray_FromStringAndSize(NULL, capacity)
+        cdef unsigned char* dst = <unsigned char*>PyByteArray_AS_STRING(bigger)
+        with nogil:
+            memcpy(dst, self._buf, self._pos)
+        # the pooled buffer stays with the caller (it goes back to the pool as usual)
+        self._mv = memoryview(bigger)
+        self._buf = dst
+        self._capacity = capacity
+
     cdef Py_ssize_t _estimated(self, Py_ssize_t uncompressed) noexcept:
         if self._codec == 0:
             return RECORDS_OFFSET + uncompressed
@@ -264,7 +276,11 @@ cdef class RecordBatchBuilder:
             if self._estimated(self._pos - RECORDS_OFFSET + total) > self._write_limit:
                 return -1
             if self._pos + total > self._capacity:
-                return -1
+                if self._codec == 0:
+                    return -1
+                # compressed: the uncompressed records may outgrow the pooled buffer while the
+                # estimated compressed size stays within batch.size (Java's stream grows too)
+                self._grow(self._pos + total)
         elif self._pos + total > self._capacity:
             raise BufferError(
                 f"buffer too small for this record: need {RECORDS_OFFSET + total} bytes, "
@@ -364,7 +380,7 @@ cdef class RecordBatchBuilder:
                           _len_of(value, "value"), _headers_size(headers))
         total = uvarint_size(<uint32_t>(body << 1)) + body
         return (self._estimated(self._pos - RECORDS_OFFSET + total) <= self._write_limit
-                and self._pos + total <= self._capacity)
+                and (self._codec != 0 or self._pos + total <= self._capacity))
 
     def set_producer_state(self, long long producer_id, int producer_epoch, int base_sequence,
                            bint is_transactional):
@@ -451,6 +467,13 @@ cdef class RecordBatchBuilder:
     @property
     def uncompressed_size(self):
         return self._pos
+
+    @property
+    def compression_ratio(self):
+        """Compressed / uncompressed size of the records section (1.0 before close)."""
+        if not self._closed or self._pos <= RECORDS_OFFSET:
+            return 1.0
+        return (self._size - RECORDS_OFFSET) / <double>(self._pos - RECORDS_OFFSET)
 
     @property
     def write_limit(self):

@@ -15,13 +15,18 @@ import threading
 import time
 from typing import Any, Callable, Dict, Mapping, Optional, Set
 
+import numpy as np
+
 from cproducer import errors
 from cproducer._accumulator import RecordAccumulator
 from cproducer._buffer_pool import BufferPool
 from cproducer._fast_send import FastSend
 from cproducer._murmur2 import partition_for_key
 from cproducer._records import estimate_size_in_bytes_upper_bound
+from cproducer._send_many import append_columns, partitions_of_column, size_upper_bounds
+from cproducer.batch_future import BatchFuture
 from cproducer.cluster import Cluster
+from cproducer.columns import to_column
 from cproducer.compression import codec_id
 from cproducer.config import ProducerConfig
 from cproducer.interceptors import ProducerInterceptors, ProducerRecord
@@ -304,6 +309,124 @@ class KafkaProducer:
         if self._fast is not None:
             self._fast.remember(topic, count, cluster, version)
         return result.future
+
+    def send_many(
+        self,
+        topic: str,
+        values: Any,
+        keys: Any = None,
+        partition: Any = None,
+        headers: Any = None,
+        timestamps: Any = None,
+    ) -> BatchFuture:
+        """Send many records with one call; returns a :class:`BatchFuture`.
+
+        ``values`` / ``keys``: a list or tuple of bytes (None allowed), a numpy object or
+        fixed-width ``S`` array, a pyarrow binary/large_binary/string array (read straight from its
+        buffers), or a ``(buffer, offsets)`` pair. ``partition``: None (keys hashed with murmur2 in
+        one pass; unkeyed records follow the sticky partitioner), an int, or one int per record
+        (-1 = let the partitioner choose). ``headers``: None or one header list (or None) per
+        record. ``timestamps``: None (now), an int, or one int per record. The whole call is
+        checked before anything is appended: a bad element raises with its index and nothing of
+        the call is accepted. Records of one partition keep their order.
+        """
+        if self._closed:
+            raise errors.ProducerClosedError("cannot send after the producer is closed")
+        if topic not in self._valid_topics:
+            _check_topic(topic)
+        vcol = to_column(values, "values")
+        n = vcol.n
+        kcol = None if keys is None else to_column(keys, "keys")
+        if kcol is not None and kcol.n != n:
+            raise ValueError(f"keys has {kcol.n} elements, values has {n}")
+        now = self._time_ms()
+        fixed_partition = None
+        if isinstance(partition, int) and not isinstance(partition, bool):
+            fixed_partition = partition
+        elif partition is not None:
+            partition = np.asarray(partition)
+            if partition.shape != (n,) or partition.dtype.kind not in "iu":
+                raise errors.InvalidPartitionError(
+                    f"partition must be None, an int, or {n} ints; got shape "
+                    f"{partition.shape} of {partition.dtype}"
+                )
+        _version, cluster, count = self._wait_on_metadata(topic, fixed_partition, now)
+        hsizes = np.ones(n, dtype=np.int64)
+        if headers is not None:
+            if len(headers) != n:
+                raise ValueError(f"headers has {len(headers)} elements, values has {n}")
+            headers = list(headers)
+            for i, h in enumerate(headers):
+                if h is not None:
+                    try:
+                        _check_headers(h)
+                    except errors.SerializationError as exc:
+                        raise errors.SerializationError(f"record {i}: {exc}") from None
+                    hsizes[i] = estimate_size_in_bytes_upper_bound(None, None, h) - 84
+        sizes = size_upper_bounds(
+            kcol.lengths if kcol is not None else np.full(n, -1, dtype=np.int64),
+            vcol.lengths,
+            hsizes,
+        )
+        limit = min(self._max_request_size, self._total_memory)
+        if n and sizes.max() > limit:
+            bad = int(np.argmax(sizes > limit))
+            raise errors.RecordTooLargeError(
+                f"record {bad} is {int(sizes[bad])} bytes when serialized, larger than "
+                f"max.request.size ({self._max_request_size}) or buffer.memory "
+                f"({self._total_memory})"
+            )
+        if fixed_partition is not None:
+            parts = np.full(n, fixed_partition, dtype=np.int32)
+        elif partition is not None:
+            parts = np.ascontiguousarray(partition, dtype=np.int32)
+            bad_mask = (parts < -1) | (parts >= count)
+            if bad_mask.any():
+                bad = int(np.argmax(bad_mask))
+                raise errors.InvalidPartitionError(
+                    f"partition[{bad}] = {int(parts[bad])} is out of range for topic {topic!r} "
+                    f"with {count} partitions (0..{count - 1}, or -1)"
+                )
+        elif kcol is not None and not self._ignore_keys:
+            parts = partitions_of_column(kcol, count)
+        else:
+            parts = np.full(n, -1, dtype=np.int32)
+        ts_array = None
+        ts_scalar = now
+        if timestamps is not None:
+            if isinstance(timestamps, int):
+                ts_scalar = timestamps
+            else:
+                ts_array = np.ascontiguousarray(timestamps, dtype=np.int64)
+                if ts_array.shape != (n,):
+                    raise ValueError(f"timestamps must be an int or {n} ints")
+        # keyed records: group by partition, keeping each partition's records in call order
+        order = None
+        if n and (parts != parts[0]).any():
+            order = np.argsort(parts, kind="stable").astype(np.int64)
+        future = BatchFuture(topic, n)
+        appended, wakeup, failure = append_columns(
+            self._accumulator,
+            topic,
+            vcol,
+            kcol,
+            parts,
+            order,
+            ts_array,
+            ts_scalar,
+            headers,
+            future,
+            float(self._max_block_ms),
+            now,
+            cluster,
+            sizes,
+        )
+        if wakeup or appended:
+            self._sender.wakeup()
+        if failure is not None:
+            # records not accepted (e.g. no memory within max.block.ms) fail with their index
+            future.complete_segment(order, appended, n, -1, -1, 0, failure)
+        return future
 
     def _intercepted_callback(self, callback: Any) -> Callable[[Any, Any], None]:
         interceptors = self._interceptors

@@ -1,0 +1,28 @@
+from typing import Any, List, Optional, Tuple
+
+import numpy as np
+
+class Column:
+    n: int
+    lengths: np.ndarray
+
+def objects_column(seq: Any, what: str) -> Column: ...
+def buffer_column(data: Any, starts: Any, ends: Any, valid: Any = ...) -> Column: ...
+def size_upper_bounds(key_lengths: Any, value_lengths: Any, headers_sizes: Any) -> np.ndarray: ...
+def partitions_of_column(keys: Column, num_partitions: int) -> np.ndarray: ...
+def append_columns(
+    acc: Any,
+    topic: str,
+    values: Column,
+    keys: Optional[Column],
+    partitions: np.ndarray,
+    order: Optional[np.ndarray],
+    timestamps: Optional[np.ndarray],
+    timestamp: int,
+    headers: Optional[List[Any]],
+    batch_future: Any,
+    max_block_ms: float,
+    now: int,
+    cluster: Any,
+    sizes: np.ndarray,
+) -> Tuple[int, bool, Optional[BaseException]]: ...

@@ -1,0 +1,264 @@
+# cython: wraparound=True
+"""Columnar send: many records appended in one C loop (``KafkaProducer.send_many``).
+
+A column is either a Python sequence of bytes-like/None (kind "objects"), or one contiguous data
+buffer with per-record start/end offsets and an optional validity mask (kind "buffer": numpy
+fixed-width ``S`` arrays, Arrow binary/string arrays, ``(buffer, offsets)`` pairs); Arrow data is
+read in place, no Python object per record. Records of one partition are appended in their
+original order; each run of records that lands in one batch becomes one *segment* of that batch
+(see ``batch_future.py``), so completion costs one numpy operation per batch, not a call per record.
+"""
+
+import numpy as np
+
+cimport numpy as cnp
+from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from libc.stdint cimport int32_t, int64_t, uint8_t
+
+from cproducer._accumulator cimport (
+    PartitionDeque,
+    ProducerBatch,
+    RecordAccumulator,
+    TopicInfo,
+)
+from cproducer._partitioner cimport BuiltInPartitioner, StickyPartitionInfo
+from cproducer._murmur2 cimport murmur2_partition
+from cproducer._records cimport RecordBatchBuilder
+
+cnp.import_array()
+
+
+cdef class Column:
+    """Pointers and lengths of one column's values (keys or values)."""
+    cdef object keep          # objects the pointers point into
+    cdef list objects         # kind "objects": the elements
+    cdef const uint8_t* data  # kind "buffer"
+    cdef const int64_t* starts
+    cdef const int64_t* ends
+    cdef const uint8_t* valid
+    cdef readonly Py_ssize_t n
+    cdef readonly object lengths  # int64 array, -1 = null
+
+    cdef inline bint get(self, Py_ssize_t i, const unsigned char** ptr, Py_ssize_t* length):
+        """Pointer and length of element i; False for null."""
+        cdef object item
+        if self.objects is not None:
+            item = self.objects[i]
+            if item is None:
+                return False
+            ptr[0] = <const unsigned char*>PyBytes_AS_STRING(item)
+            length[0] = PyBytes_GET_SIZE(item)
+            return True
+        if self.valid != NULL and not self.valid[i]:
+            return False
+        ptr[0] = self.data + self.starts[i]
+        length[0] = self.ends[i] - self.starts[i]
+        return True
+
+
+def objects_column(seq, str what):
+    """Kind "objects": every element bytes or None (other bytes-likes are converted once)."""
+    cdef Column col = Column.__new__(Column)
+    cdef list items = list(seq)
+    cdef Py_ssize_t i, n = len(items)
+    cdef cnp.ndarray[int64_t, ndim=1] lengths = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        item = items[i]
+        if item is None:
+            lengths[i] = -1
+        elif type(item) is bytes:
+            lengths[i] = PyBytes_GET_SIZE(item)
+        elif isinstance(item, (bytearray, memoryview)):
+            items[i] = bytes(item)
+            lengths[i] = len(items[i])
+        else:
+            raise TypeError(f"{what}[{i}] must be bytes, bytearray, memoryview or None, "
+                            f"got {type(item).__name__}")
+    col.objects = items
+    col.keep = items
+    col.n = n
+    col.lengths = lengths
+    return col
+
+
+def buffer_column(data, starts, ends, valid=None):
+    """Kind "buffer": ``data`` (any contiguous buffer), int64 ``starts``/``ends``, optional
+    uint8 ``valid`` (0 = null)."""
+    cdef Column col = Column.__new__(Column)
+    cdef const uint8_t[::1] d
+    cdef const int64_t[::1] s = np.ascontiguousarray(starts, dtype=np.int64)
+    cdef const int64_t[::1] e = np.ascontiguousarray(ends, dtype=np.int64)
+    cdef const uint8_t[::1] v
+    mv = memoryview(data).cast("B") if memoryview(data).nbytes else memoryview(b"\0")
+    d = mv
+    col.data = &d[0]
+    col.n = s.shape[0]
+    if e.shape[0] != col.n:
+        raise ValueError("starts and ends must have the same length")
+    col.starts = &s[0] if col.n else NULL
+    col.ends = &e[0] if col.n else NULL
+    lengths = np.asarray(e) - np.asarray(s)
+    if col.n and (lengths.min() < 0 or np.asarray(s).min() < 0
+                  or np.asarray(e).max() > mv.nbytes):
+        raise ValueError("offsets point outside the data buffer")
+    keep = [mv, s, e]
+    if valid is not None:
+        v = np.ascontiguousarray(valid, dtype=np.uint8)
+        if v.shape[0] != col.n:
+            raise ValueError("the validity mask must have one entry per record")
+        col.valid = &v[0] if col.n else NULL
+        keep.append(v)
+        lengths = np.where(np.asarray(v) != 0, lengths, -1)
+    col.keep = keep
+    col.lengths = np.asarray(lengths, dtype=np.int64)
+    return col
+
+
+cdef inline int _varint_size(int64_t v) noexcept:
+    cdef unsigned long long u = <unsigned long long>(v << 1)
+    cdef int n = 1
+    while u >= 0x80:
+        u >>= 7
+        n += 1
+    return n
+
+
+def size_upper_bounds(key_lengths, value_lengths, headers_sizes):
+    """Java's estimateSizeInBytesUpperBound per record (vectorized)."""
+    cdef const int64_t[::1] kl = key_lengths
+    cdef const int64_t[::1] vl = value_lengths
+    cdef const int64_t[::1] hs = headers_sizes
+    cdef Py_ssize_t i, n = vl.shape[0]
+    cdef cnp.ndarray[int64_t, ndim=1] out = np.empty(n, dtype=np.int64)
+    cdef int64_t size
+    for i in range(n):
+        size = 61 + 21 + hs[i]
+        size += 1 if kl[i] < 0 else _varint_size(kl[i]) + kl[i]
+        size += 1 if vl[i] < 0 else _varint_size(vl[i]) + vl[i]
+        out[i] = size
+    return out
+
+
+def append_columns(RecordAccumulator acc, str topic, Column values, Column keys,
+                   partitions, order, timestamps, long long timestamp, list headers,
+                   batch_future, double max_block_ms, long long now, cluster, sizes):
+    """Append every record (in ``order``) to the accumulator. Returns (appended, wakeup, error):
+    records order[appended:] were not accepted (error says why; None when all were)."""
+    cdef TopicInfo ti = acc._topic_info(topic)
+    cdef BuiltInPartitioner bp = ti.partitioner
+    cdef StickyPartitionInfo info = None
+    cdef PartitionDeque dq = None
+    cdef ProducerBatch batch = None
+    cdef RecordBatchBuilder builder
+    cdef const int32_t[::1] parts = partitions
+    cdef const int64_t[::1] ords
+    cdef const int64_t[::1] tss
+    cdef const int64_t[::1] sz = sizes
+    cdef bint has_order = order is not None, has_ts = timestamps is not None
+    cdef Py_ssize_t pos, j, n = values.n, seg_start = 0, klen = -1, vlen = 0
+    cdef int p, cur_p = -2, rel, seg_rel = 0, before
+    cdef const unsigned char* kp = NULL
+    cdef const unsigned char* vp = NULL
+    cdef bint locked = False, wakeup = False, has_key, has_value
+    cdef long long ts
+    cdef object hdr = None
+    if has_order:
+        ords = order
+    if has_ts:
+        tss = timestamps
+    pos = 0
+    try:
+        while pos < n:
+            j = ords[pos] if has_order else pos
+            p = parts[j]
+            if p < 0:
+                info = bp.peek_current_partition_info(cluster)
+                p = info.index
+            else:
+                info = None
+            if p != cur_p or batch is None:
+                # close the running segment, move to this partition's deque
+                if batch is not None and pos > seg_start:
+                    batch.add_segment((batch_future, order, seg_start, pos, seg_rel))
+                if locked:
+                    dq.lock.release_c()
+                    locked = False
+                batch = None
+                dq = ti.get_or_create(p)
+                dq.lock.acquire_c()
+                locked = True
+                cur_p = p
+                if dq.batches:
+                    batch = dq.batches[-1]
+                    if batch.final_state != 0 or batch.builder._closed:
+                        batch = None
+                seg_start = pos
+                if batch is not None:
+                    seg_rel = batch.builder._count
+            has_key = keys is not None and keys.get(j, &kp, &klen)
+            has_value = values.get(j, &vp, &vlen)
+            ts = tss[j] if has_ts else timestamp
+            if headers is not None:
+                hdr = headers[j]
+            rel = -1
+            if batch is not None:
+                before = batch.builder._pos
+                rel = batch.builder.append_raw(ts, kp if has_key else NULL,
+                                               klen if has_key else -1,
+                                               vp if has_value else NULL,
+                                               vlen if has_value else -1, hdr)
+            if rel < 0:
+                # a new batch: never wait for memory while holding the deque lock
+                if batch is not None and pos > seg_start:
+                    batch.add_segment((batch_future, order, seg_start, pos, seg_rel))
+                dq.lock.release_c()
+                locked = False
+                buffer = acc.pool.allocate(max(acc.batch_size, sz[j]), max_block_ms)
+                dq.lock.acquire_c()
+                locked = True
+                batch = acc.new_batch_for(dq, buffer, now)
+                wakeup = True
+                seg_start = pos
+                seg_rel = 0
+                before = batch.builder._pos
+                rel = batch.builder.append_raw(ts, kp if has_key else NULL,
+                                               klen if has_key else -1,
+                                               vp if has_value else NULL,
+                                               vlen if has_value else -1, hdr)
+            batch.last_append_time = now
+            if len(dq.batches) > 1 or batch.builder.is_full_c():
+                wakeup = True
+            pos += 1
+            if info is not None:
+                # the sticky partition may switch: the next record then starts a new segment
+                bp.update_partition_info(info, batch.builder._pos - before, cluster,
+                                         batch.builder.is_full_c())
+                if bp.is_partition_changed(info):
+                    cur_p = -2
+        if batch is not None and pos > seg_start:
+            batch.add_segment((batch_future, order, seg_start, pos, seg_rel))
+        return pos, wakeup, None
+    except BaseException as exc:
+        if batch is not None and pos > seg_start:
+            batch.add_segment((batch_future, order, seg_start, pos, seg_rel))
+        return pos, wakeup, exc
+    finally:
+        if locked:
+            dq.lock.release_c()
+
+
+def partitions_of_column(Column keys, int num_partitions):
+    """murmur2 partition of every key (-1 for null keys), one C loop."""
+    cdef Py_ssize_t i
+    cdef const unsigned char* kp = NULL
+    cdef Py_ssize_t klen = 0
+    cdef cnp.ndarray[int32_t, ndim=1] out = np.empty(keys.n, dtype=np.int32)
+    if num_partitions <= 0:
+        raise ValueError(f"num_partitions must be > 0, got {num_partitions}")
+    for i in range(keys.n):
+        if keys.get(i, &kp, &klen):
+            out[i] = murmur2_partition(kp, klen, num_partitions)
+        else:
+            out[i] = -1
+    return out

@@ -1,0 +1,112 @@
+"""cproducer.spark.write_to_kafka on local[2] against a real broker, read back with librdkafka."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import uuid
+
+import pytest
+
+from cproducer._murmur2 import partition_for_key
+from cproducer.errors import ConfigError
+from cproducer.localbroker import LocalBroker
+from cproducer.spark import KafkaSinkError, write_to_kafka
+from tests.integration.readback import read_back
+
+
+@pytest.fixture(scope="session")
+def spark():
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("cproducer-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+def _topic(broker: LocalBroker, partitions: int) -> str:
+    name = f"spark-{uuid.uuid4().hex[:10]}"
+    broker.create_topic(name, partitions)
+    return name
+
+
+def test_keys_values_headers_every_row_once_and_murmur2_partitions(spark, broker) -> None:
+    from pyspark.sql import functions as F
+
+    n = 200_000
+    topic = _topic(broker, 4)
+    df = (
+        spark.range(n, numPartitions=4)
+        .withColumn("key", F.concat(F.lit("k"), (F.col("id") % 997).cast("string")).cast("binary"))
+        .withColumn("value", F.col("id").cast("string").cast("binary"))
+        .withColumn(
+            "headers",
+            F.array(F.struct(F.lit("src").alias("key"), F.lit(b"spark").alias("value"))),
+        )
+    )
+    report = write_to_kafka(df, topic, bootstrap_servers=broker.bootstrap_servers, linger_ms=5)
+    assert report.produced == report.delivered == n and report.errors == 0
+    assert len(report.per_task) == 4
+    records = read_back(broker.bootstrap_servers, topic, 4, n, timeout_s=120)
+    values = [r.value for r in records]
+    assert len(values) == len(set(values)) == n
+    for r in records[:5000]:
+        assert r.partition == partition_for_key(r.key, 4)
+        assert r.headers == [("src", b"spark")]
+
+
+def test_string_values_null_keys_topic_column_and_partition_column(spark, broker) -> None:
+    from pyspark.sql import functions as F
+
+    t1, t2 = _topic(broker, 3), _topic(broker, 3)
+    df = (
+        spark.range(1000, numPartitions=2)
+        .withColumn("value", F.col("id").cast("string"))
+        .withColumn("key", F.lit(None).cast("binary"))
+        .withColumn("topic", F.when(F.col("id") % 2 == 0, F.lit(t1)).otherwise(F.lit(t2)))
+        .withColumn("partition", (F.col("id") % 3).cast("int"))
+    )
+    report = write_to_kafka(df, bootstrap_servers=broker.bootstrap_servers)
+    assert report.delivered == 1000
+    for t, parity in ((t1, 0), (t2, 1)):
+        recs = read_back(broker.bootstrap_servers, t, 3, 500)
+        assert len(recs) == 500
+        for r in recs:
+            i = int(r.value)
+            assert i % 2 == parity and r.partition == i % 3 and r.key is None
+
+
+def test_unreachable_broker_reports_errors_naming_tasks(spark) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    df = spark.range(100, numPartitions=2).selectExpr("cast(cast(id as string) as binary) as value")
+    opts = {"kafka.bootstrap.servers": f"127.0.0.1:{port}", "kafka.max.block.ms": 1000}
+    report = write_to_kafka(df, "t", raise_on_error=False, **opts)
+    assert report.delivered == 0 and report.errors == 100
+    assert all("KafkaTimeoutError" in (t.first_error or "") for t in report.per_task)
+    with pytest.raises(KafkaSinkError, match=r"task \d"):
+        write_to_kafka(df, "t", **opts)
+
+
+def test_bad_column_type_fails_before_any_task(spark) -> None:
+    df = spark.range(10).selectExpr("id as value")
+    with pytest.raises(ConfigError, match="column 'value' must be binary or string"):
+        write_to_kafka(df, "t", bootstrap_servers="127.0.0.1:1")
+    df2 = spark.range(10).selectExpr(
+        "cast(cast(id as string) as binary) as value", "array(1) as headers"
+    )
+    with pytest.raises(ConfigError, match="column 'headers'"):
+        write_to_kafka(df2, "t", bootstrap_servers="127.0.0.1:1")
