@@ -400,9 +400,11 @@ class KafkaProducer:
                 ts_array = np.ascontiguousarray(timestamps, dtype=np.int64)
                 if ts_array.shape != (n,):
                     raise ValueError(f"timestamps must be an int or {n} ints")
-        # keyed records: group by partition, keeping each partition's records in call order
+        # keyed records: group by partition, keeping each partition's records in call order.
+        # With sticky (-1) records among them the call order is kept as it is: where a sticky
+        # record lands depends on what was appended before it.
         order = None
-        if n and (parts != parts[0]).any():
+        if n and (parts != parts[0]).any() and not (parts < 0).any():
             order = np.argsort(parts, kind="stable").astype(np.int64)
         future = BatchFuture(topic, n)
         appended, wakeup, failure = append_columns(
