@@ -329,3 +329,50 @@ def test_broker_killed_and_restarted_every_record_completes_once() -> None:
         assert all(isinstance(done.calls[i][0][1], errors.KafkaError) for i in failed)
         values = [r.value for r in read_back(own.bootstrap_servers, topic, 2, len(delivered))]
         assert len(values) == len(set(values)), "a record was delivered twice"
+
+
+def test_custom_partitioner_interceptors_and_serializers(broker: LocalBroker) -> None:
+    topic = _topic(broker, 3)
+
+    class EvenToZero:
+        def __init__(self) -> None:
+            self.new_batches = 0
+
+        def partition(self, topic, key, key_bytes, value, value_bytes, cluster):
+            return 0 if int(value) % 2 == 0 else -1  # -1: the built-in logic chooses
+
+        def on_new_batch(self, topic, cluster, prev_partition):
+            self.new_batches += 1
+
+    class Tagger:
+        def __init__(self) -> None:
+            self.acks = []
+
+        def on_send(self, record):
+            return record._replace(headers=[("tag", b"t")])
+
+        def on_acknowledgement(self, metadata, exception):
+            self.acks.append((metadata, exception))
+
+    part, tagger = EvenToZero(), Tagger()
+    with KafkaProducer(
+        bootstrap_servers=broker.bootstrap_servers,
+        partitioner=part,
+        interceptors=[tagger],
+        value_serializer=lambda v: str(v).encode(),
+        key_serializer=lambda k: k.encode(),
+    ) as producer:
+        futs = [producer.send(topic, i, key=f"k{i}") for i in range(200)]
+        producer.flush()
+        metas = [f.get(10) for f in futs]
+    assert all(m.partition == 0 for m in metas[::2])
+    assert part.new_batches >= 1
+    assert len(tagger.acks) == 200 and all(e is None for _, e in tagger.acks)
+    records = read_back(broker.bootstrap_servers, topic, 3, 200)
+    assert all(r.headers == [("tag", b"t")] for r in records)
+    assert sorted(int(r.value) for r in records) == list(range(200))
+    with KafkaProducer(
+        bootstrap_servers=broker.bootstrap_servers, value_serializer=lambda v: 1 / 0
+    ) as producer:
+        with pytest.raises(errors.SerializationError, match="value serializer failed"):
+            producer.send(topic, "x")
