@@ -1,0 +1,69 @@
+"""Java consumers read what we compress: decoded with the Java libraries Kafka's client uses.
+
+The jars come with pyspark (a test dependency); javac/java 17 are on the machine.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from cproducer import compression
+
+HERE = Path(__file__).parent / "java"
+
+
+@pytest.fixture(scope="module")
+def java_classpath(tmp_path_factory) -> str:
+    import pyspark
+
+    jars_dir = Path(pyspark.__file__).parent / "jars"
+    jars = [
+        str(p)
+        for p in jars_dir.glob("*.jar")
+        if p.name.startswith(("lz4-java", "snappy-java", "zstd-jni"))
+    ]
+    assert len(jars) == 3, f"expected the lz4/snappy/zstd jars in {jars_dir}"
+    javac = shutil.which("javac")
+    assert javac, "javac is needed (Java 17 is on the CI machine)"
+    out = tmp_path_factory.mktemp("java")
+    cp = os.pathsep.join(jars)
+    subprocess.run([javac, "-cp", cp, "-d", str(out), str(HERE / "CodecCheck.java")], check=True)
+    return os.pathsep.join([str(out), cp])
+
+
+@pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
+def test_java_decodes_our_records_sections(java_classpath: str, codec: str, tmp_path) -> None:
+    # > 64 KiB so lz4 spans several blocks and snappy several 32 KiB chunks
+    data = b"".join(
+        b"record %06d with some payload | " % i + os.urandom(i % 17) for i in range(9000)
+    )
+    assert len(data) > 4 * 65536
+    src, dst = tmp_path / "in.bin", tmp_path / "out.bin"
+    src.write_bytes(compression.compress(compression.codec_id(codec), data))
+    subprocess.run(
+        ["java", "-cp", java_classpath, "CodecCheck", codec, str(src), str(dst)],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    assert dst.read_bytes() == data
+
+
+def test_java_refuses_linked_lz4_blocks(java_classpath: str, tmp_path) -> None:
+    """The check itself is real: a linked-block frame (lz4's default) is refused."""
+    import lz4.frame
+
+    src = tmp_path / "linked.bin"
+    src.write_bytes(lz4.frame.compress(b"x" * 300_000, block_linked=True))
+    proc = subprocess.run(
+        ["java", "-cp", java_classpath, "CodecCheck", "lz4", str(src), str(tmp_path / "o")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode != 0 and "linked" in proc.stderr
