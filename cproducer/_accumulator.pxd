@@ -28,14 +28,11 @@ cdef class ProducerBatch:
                             object callback, long long now)
     cdef void _add_thunk(self, object fut, object fn) except *
     cdef bint _done(self, long long base_offset, long long log_append_time, object exc,
-                    object record_exceptions) except *
-
-
-from cpython.pythread cimport PyThread_type_lock
+                    object record_exceptions, int state) except *
 
 
 cdef class FastLock:
-    cdef PyThread_type_lock _lock
+    cdef void* _lock  # a cp_mutex (pthread mutex / SRWLOCK), see _accumulator.pyx
     cdef void acquire_c(self) noexcept
     cdef void release_c(self) noexcept
 
@@ -63,6 +60,8 @@ cdef class TopicInfo:
     cdef object lock
 
     cdef PartitionDeque get_or_create(self, int partition)
+    # new fields go last: modules compiled against the older layout keep working
+    cdef list _by_partition
 
 
 cdef class RecordAccumulator:
@@ -103,3 +102,7 @@ cdef class RecordAccumulator:
     cdef void _update_compression_ratio(self, TopicInfo ti, double observed)
     cdef void _insert_in_sequence_order(self, PartitionDeque dq, ProducerBatch batch)
     cdef void _abort_batches(self, exc, bint undrained_only) except *
+    # new fields and methods go last: modules compiled against the older layout keep working
+    cdef str _last_topic
+    cdef TopicInfo _last_ti
+    cdef ProducerBatch _new_batch(self, PartitionDeque dq, buffer, long long now)

@@ -10,6 +10,7 @@ Time is passed in (``now_ms``) by the caller: the clock is injectable.
 """
 
 import logging
+import math
 import random as _random
 import threading
 import time
@@ -19,14 +20,8 @@ import numpy as np
 
 cimport cython
 
-from cpython.pythread cimport (
-    NOWAIT_LOCK,
-    WAIT_LOCK,
-    PyThread_acquire_lock,
-    PyThread_allocate_lock,
-    PyThread_free_lock,
-    PyThread_release_lock,
-)
+from libc.stdlib cimport free, malloc
+from libc.limits cimport LLONG_MAX
 from libc.stdint cimport int32_t, int64_t
 
 from cproducer._partitioner cimport BuiltInPartitioner, StickyPartitionInfo
@@ -34,15 +29,43 @@ from cproducer._records cimport RecordBatchBuilder
 
 from cproducer._records import estimate_size_in_bytes_upper_bound
 from cproducer.cluster import TopicPartition
-from cproducer.errors import KafkaError, KafkaTimeoutError, RecordTooLargeError
+from cproducer.errors import (
+    IllegalStateError,
+    KafkaError,
+    KafkaTimeoutError,
+    ProducerClosedError,
+    RecordTooLargeError,
+)
 
 log = logging.getLogger("cproducer.accumulator")
 
+# ProducerBatch.final_state (Java's FinalState, plus "in flight" and "split into new batches")
 cdef enum:
     STATE_IN_FLIGHT = 0
     STATE_SUCCEEDED = 1
     STATE_FAILED = 2
     STATE_SPLIT = 3
+    STATE_ABORTED = 4
+
+IN_FLIGHT = STATE_IN_FLIGHT
+SUCCEEDED = STATE_SUCCEEDED
+FAILED = STATE_FAILED
+SPLIT = STATE_SPLIT
+ABORTED = STATE_ABORTED
+FINAL_STATE_NAMES = {
+    STATE_IN_FLIGHT: "IN_FLIGHT",
+    STATE_SUCCEEDED: "SUCCEEDED",
+    STATE_FAILED: "FAILED",
+    STATE_SPLIT: "SPLIT",
+    STATE_ABORTED: "ABORTED",
+}
+
+cdef enum:
+    RECORDS_OFFSET = 61  # the RecordBatch v2 header: records start here
+
+# Java's RETRY_BACKOFF_EXP_BASE and RETRY_BACKOFF_JITTER (CommonClientConfigs)
+RETRY_BACKOFF_EXP_BASE = 2
+RETRY_BACKOFF_JITTER = 0.2
 
 
 # ================================================================== results and futures
@@ -50,6 +73,7 @@ cdef enum:
 
 @cython.no_gc
 cdef class RecordMetadata:
+    """Where a record landed: immutable (Java's RecordMetadata; repr as kafka-python's)."""
     cdef readonly str topic
     cdef readonly int partition
     cdef readonly long long offset
@@ -57,8 +81,8 @@ cdef class RecordMetadata:
     cdef readonly int serialized_key_size
     cdef readonly int serialized_value_size
 
-    def __init__(self, topic, partition, offset, timestamp, serialized_key_size=-1,
-                 serialized_value_size=-1):
+    def __init__(self, str topic, int partition, long long offset, long long timestamp,
+                 int serialized_key_size=-1, int serialized_value_size=-1):
         self.topic = topic
         self.partition = partition
         self.offset = offset
@@ -71,7 +95,15 @@ cdef class RecordMetadata:
         return TopicPartition(self.topic, self.partition)
 
     def has_offset(self):
+        """False when the broker gave no offset (acks=0)."""
         return self.offset != -1
+
+    def has_timestamp(self):
+        return self.timestamp != -1
+
+    cdef tuple _key(self):
+        return (self.topic, self.partition, self.offset, self.timestamp,
+                self.serialized_key_size, self.serialized_value_size)
 
     def __eq__(self, other):
         if not isinstance(other, RecordMetadata):
@@ -81,12 +113,12 @@ cdef class RecordMetadata:
     def __hash__(self):
         return hash(self._key())
 
-    cdef tuple _key(self):
-        return (self.topic, self.partition, self.offset, self.timestamp,
-                self.serialized_key_size, self.serialized_value_size)
+    def __reduce__(self):
+        return (RecordMetadata, self._key())
 
     def __repr__(self):
         return (f"RecordMetadata(topic={self.topic!r}, partition={self.partition}, "
+                f"topic_partition={self.topic_partition!r}, "
                 f"offset={self.offset}, timestamp={self.timestamp}, "
                 f"serialized_key_size={self.serialized_key_size}, "
                 f"serialized_value_size={self.serialized_value_size})")
@@ -96,42 +128,68 @@ _event_lock = threading.Lock()
 
 
 cdef class ProduceRequestResult:
-    """Completed once for a whole batch: base offset and log-append time, or an error."""
+    """Java's ProduceRequestResult: completed once for a whole batch (base offset and
+    log-append time, or an error; per-record errors through an ``index -> exception``
+    function, Java's ``recordExceptions``). ``done()`` wakes every waiter."""
     cdef readonly object topic_partition
     cdef readonly long long base_offset
     cdef readonly long long log_append_time
-    cdef readonly object error
+    cdef object _error
     cdef object _record_errors
     cdef object _event
+    cdef bint _is_set
     cdef readonly bint completed
-    cdef public object forward  # after a split: old relative offset -> (new batch, new offset)
+    # after a split: old relative offset -> (new batch, new relative offset)
+    cdef public object forward
 
     def __init__(self, topic_partition):
         self.topic_partition = topic_partition
         self.base_offset = -1
         self.log_append_time = -1
-        self.error = None
+        self._error = None
         self._record_errors = None
         self._event = None  # made only when somebody waits before completion
+        self._is_set = False
         self.completed = False
 
     def set(self, long long base_offset, long long log_append_time, error=None,
             record_errors=None):
+        """The outcome, before ``done()``. ``error`` is the batch's exception (or None), or an
+        ``index -> exception`` function; ``record_errors`` the per-record function."""
+        if error is not None and not isinstance(error, BaseException):
+            if not callable(error) or record_errors is not None:
+                raise TypeError(
+                    f"error must be an exception, an index -> exception function or None, "
+                    f"got {type(error).__name__}"
+                )
+            record_errors, error = error, None
+        if record_errors is not None and not callable(record_errors):
+            raise TypeError(
+                f"record_errors must be an index -> exception function or None, "
+                f"got {type(record_errors).__name__}"
+            )
         self.base_offset = base_offset
         self.log_append_time = log_append_time
-        self.error = error
+        self._error = error
         self._record_errors = record_errors
+        self._is_set = True
 
     def done(self):
+        """Mark the result completed and wake the waiters (exactly once)."""
         with _event_lock:
+            if not self._is_set:
+                raise IllegalStateError("set() must be called before done()")
             if self.completed:
-                raise RuntimeError("the result of this batch was already completed")
+                raise IllegalStateError(
+                    f"the result of this batch of {self.topic_partition} was already completed"
+                )
             self.completed = True
             event = self._event
         if event is not None:
             event.set()
 
     def wait(self, timeout=None):
+        """Block until done (True) or ``timeout`` seconds passed (False)."""
         if self.completed:
             return True
         with _event_lock:
@@ -142,17 +200,32 @@ cdef class ProduceRequestResult:
             event = self._event
         return event.wait(timeout)
 
-    cpdef object error_for(self, int relative_offset):
-        if self.error is None:
-            return None
+    @property
+    def error(self):
+        """The batch's exception (None on success)."""
+        if self._error is not None:
+            return self._error
         if self._record_errors is not None:
-            return self._record_errors(relative_offset)
-        return self.error
+            return self._record_errors(0)
+        return None
+
+    cpdef object error_for(self, int relative_offset):
+        """The exception of record ``relative_offset`` (None when it succeeded)."""
+        cdef object exc
+        if self._record_errors is not None:
+            exc = self._record_errors(relative_offset)
+            return exc if exc is not None else self._error
+        return self._error
 
 
 @cython.no_gc
+@cython.freelist(64)
 cdef class FutureRecordMetadata:
-    """One record's future: a reference into its batch's result, no heavyweight future."""
+    """One record's future: a reference into its batch's result, no heavyweight future.
+
+    kafka-python's API: ``get``, ``is_done``, ``succeeded``, ``failed``, ``exception``, ``value``,
+    ``add_callback(fn, *args)`` (``fn(metadata, *args)``), ``add_errback(fn, *args)``
+    (``fn(exception, *args)``)."""
     cdef ProduceRequestResult _result
     cdef ProducerBatch _batch
     cdef int _rel
@@ -160,16 +233,15 @@ cdef class FutureRecordMetadata:
     cdef int _key_size
     cdef int _value_size
 
-    cdef void _bind(self, ProducerBatch batch, int rel):
-        self._batch = batch
-        self._result = batch.result
-        self._rel = rel
-
     cdef inline void _follow(self):
         # a split batch forwards each of its records to the batch it was re-appended to
+        # (Java chains the old future to the new batch's one)
+        cdef tuple where
         while self._result.forward is not None:
-            batch, rel = self._result.forward[self._rel]
-            self._bind(batch, rel)
+            where = self._result.forward[self._rel]
+            self._batch = <ProducerBatch>where[0]
+            self._result = self._batch.result
+            self._rel = where[1]
 
     @property
     def is_done(self):
@@ -179,6 +251,11 @@ cdef class FutureRecordMetadata:
     @property
     def topic_partition(self):
         return self._result.topic_partition
+
+    @property
+    def relative_offset(self):
+        self._follow()
+        return self._rel
 
     def done(self):
         return self.is_done
@@ -201,15 +278,21 @@ cdef class FutureRecordMetadata:
         return self._result.error_for(self._rel)
 
     def get(self, timeout=None):
-        """The RecordMetadata; raises the record's error, or KafkaTimeoutError."""
+        """The RecordMetadata once the batch is acknowledged; raises the record's error, or
+        KafkaTimeoutError when ``timeout`` seconds pass first."""
         cdef ProduceRequestResult r
+        if timeout is not None and not isinstance(timeout, (int, float)):
+            raise TypeError(f"timeout must be a number of seconds or None, got "
+                            f"{type(timeout).__name__}")
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             self._follow()
             r = self._result
             remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
             if not r.wait(remaining):
-                raise KafkaTimeoutError(f"record not acknowledged within {timeout} s")
+                raise KafkaTimeoutError(
+                    f"the record to {r.topic_partition} was not acknowledged within {timeout} s"
+                )
             if r.forward is None:  # not moved to a split batch meanwhile
                 break
         err = self._error()
@@ -235,6 +318,9 @@ cdef class FutureRecordMetadata:
 
     def add_callback(self, fn, *args):
         """``fn(metadata, *args)`` once the record succeeded (at once if it already did)."""
+        if not callable(fn):
+            raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+
         def on_completion(md, exc):
             if exc is None:
                 fn(md, *args)
@@ -243,18 +329,34 @@ cdef class FutureRecordMetadata:
 
     def add_errback(self, fn, *args):
         """``fn(exception, *args)`` once the record failed (at once if it already did)."""
+        if not callable(fn):
+            raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+
         def on_completion(md, exc):
             if exc is not None:
                 fn(exc, *args)
         self._batch._add_thunk(self, on_completion)
         return self
 
+    def add_both(self, fn, *args):
+        """``fn(metadata_or_exception, *args)`` once the record completed either way."""
+        if not callable(fn):
+            raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+
+        def on_completion(md, exc):
+            fn(md if exc is None else exc, *args)
+        self._batch._add_thunk(self, on_completion)
+        return self
+
     def __repr__(self):
-        state = "done" if self.is_done else "pending"
+        state = "pending"
+        if self.is_done:
+            state = "failed" if self._error() is not None else "succeeded"
         return f"<FutureRecordMetadata {self._result.topic_partition} {state}>"
 
 
-cdef FutureRecordMetadata _new_future(ProducerBatch batch, int rel, long long ts, int ks, int vs):
+cdef inline FutureRecordMetadata _new_future(ProducerBatch batch, int rel, long long ts, int ks,
+                                             int vs):
     cdef FutureRecordMetadata f = FutureRecordMetadata.__new__(FutureRecordMetadata)
     f._batch = batch
     f._result = batch.result
@@ -268,8 +370,14 @@ cdef FutureRecordMetadata _new_future(ProducerBatch batch, int rel, long long ts
 # ================================================================== ProducerBatch
 
 
-cdef inline int _size_of(object obj):
+cdef inline int _size_of(object obj) except -2:
     return -1 if obj is None else len(obj)
+
+
+cdef inline void _close_for_record_appends(RecordBatchBuilder builder) noexcept:
+    # Java's closeForRecordAppends: the builder reports full and takes no more records (its
+    # bytes stay as they are; close() still finishes the batch)
+    builder._write_limit = 0
 
 
 cdef class ProducerBatch:
@@ -277,9 +385,18 @@ cdef class ProducerBatch:
 
     def __init__(self, topic_partition, RecordBatchBuilder builder, long long created_ms,
                  bint is_splitting_batch=False):
+        if builder is None:
+            raise TypeError("builder must be a RecordBatchBuilder, got None")
+        try:
+            topic, partition = topic_partition
+        except (TypeError, ValueError):
+            raise TypeError(
+                f"topic_partition must be a (topic, partition) TopicPartition, got "
+                f"{topic_partition!r}"
+            ) from None
         self.topic_partition = topic_partition
-        self.topic = topic_partition[0]
-        self.partition = topic_partition[1]
+        self.topic = topic
+        self.partition = partition
         self.builder = builder
         self.created_ms = created_ms
         self.last_attempt_ms = created_ms
@@ -315,21 +432,37 @@ cdef class ProducerBatch:
         return fut
 
     def try_append(self, long long timestamp, key, value, headers, callback, long long now_ms):
+        """Append a record; its future, or None when the batch has no room for it.
+        ``callback``: None or ``fn(metadata, exception)``, run once when the batch completes."""
+        if callback is not None and not callable(callback):
+            raise TypeError(f"callback must be callable or None, got {type(callback).__name__}")
         return self._try_append(timestamp, key, value, headers, callback, now_ms)
 
     cdef void _add_thunk(self, object fut_obj, object fn) except *:
+        # Register fn(metadata, exception) for one record: kept in record (append) order so the
+        # batch's callbacks run in the order the records were appended; run at once when the
+        # record is already complete. A split batch forwards to the record's new batch.
         cdef FutureRecordMetadata fut = fut_obj
-        fut._follow()
-        with self._lock:
-            if self.final_state == STATE_IN_FLIGHT or self.final_state == STATE_SPLIT:
-                if fut._batch is self:
-                    self.thunks.append(fut)
-                    self.thunks.append(fn)
+        cdef ProducerBatch batch
+        cdef list thunks
+        cdef Py_ssize_t i
+        while True:
+            fut._follow()
+            batch = fut._batch
+            with batch._lock:
+                if batch.final_state == STATE_IN_FLIGHT:
+                    thunks = batch.thunks
+                    i = len(thunks)
+                    while i > 0 and (<FutureRecordMetadata>thunks[i - 2])._rel > fut._rel:
+                        i -= 2
+                    thunks.insert(i, fn)
+                    thunks.insert(i, fut)
                     return
-        if fut._batch is not self:
-            fut._batch._add_thunk(fut, fn)
-            return
-        _run_callback(fn, fut._metadata() if fut._error() is None else None, fut._error())
+                if batch.final_state != STATE_SPLIT:
+                    break
+            # split meanwhile: its ``forward`` is set before its lock is released, follow it
+        err = fut._error()
+        _run_callback(fn, fut._metadata() if err is None else None, err)
 
     def add_segment(self, segment):
         """A run of a send_many call's records: (batch_future, order, start, end, first_rel)."""
@@ -338,28 +471,44 @@ cdef class ProducerBatch:
     # ---------------------------------------------------------- completion
     def complete(self, long long base_offset, long long log_append_time):
         """Success for every record; False (and nothing done) when already completed."""
-        return self._done(base_offset, log_append_time, None, None)
+        return self._done(base_offset, log_append_time, None, None, STATE_SUCCEEDED)
 
     def complete_exceptionally(self, top_level_exception, record_exceptions=None):
-        """Fail every record (``record_exceptions(i)`` gives record i's error when given)."""
-        return self._done(-1, -1, top_level_exception, record_exceptions)
+        """Fail every record (``record_exceptions(i)`` gives record i's error when given);
+        False (and nothing done) when already completed."""
+        _check_exception(top_level_exception, "top_level_exception")
+        if record_exceptions is not None and not callable(record_exceptions):
+            raise TypeError(
+                f"record_exceptions must be an index -> exception function or None, "
+                f"got {type(record_exceptions).__name__}"
+            )
+        return self._done(-1, -1, top_level_exception, record_exceptions, STATE_FAILED)
 
     def abort(self, exc):
-        return self._done(-1, -1, exc, None)
+        """Fail every record with ``exc`` (Java's abort: final state ABORTED); False when
+        already completed."""
+        _check_exception(exc, "exc")
+        _close_for_record_appends(self.builder)
+        return self._done(-1, -1, exc, None, STATE_ABORTED)
 
     cdef bint _done(self, long long base_offset, long long log_append_time, object exc,
-                    object record_exceptions) except *:
+                    object record_exceptions, int state) except *:
         cdef FutureRecordMetadata fut
         cdef ProduceRequestResult r = self.result
+        cdef Py_ssize_t i
+        cdef list flat
         with self._lock:
             if self.final_state != STATE_IN_FLIGHT:
+                log.debug("batch of %s already %s: %s ignored", self.topic_partition,
+                          FINAL_STATE_NAMES[self.final_state], FINAL_STATE_NAMES[state])
                 return False
-            self.final_state = STATE_SUCCEEDED if exc is None else STATE_FAILED
-            thunks, self.thunks = self.thunks, []
+            self.final_state = state
+            flat = self.thunks
+            self.thunks = []
             segments = self.segments
-        r.set(base_offset, log_append_time, exc, record_exceptions)
-        cdef Py_ssize_t i
-        cdef list flat = thunks
+            # set before the lock is released: a callback added from now on runs at once and
+            # reads this outcome
+            r.set(base_offset, log_append_time, exc, record_exceptions)
         for i in range(0, len(flat), 2):
             fut = flat[i]
             fn = flat[i + 1]
@@ -379,16 +528,25 @@ cdef class ProducerBatch:
 
     # ---------------------------------------------------------- state
     def close(self):
+        """Finish the batch (compress, header, CRC): no more appends."""
         self.builder.close()
 
+    def close_for_record_appends(self):
+        """No more records go in (the bytes stay open; close() finishes them)."""
+        _close_for_record_appends(self.builder)
+
     def buffer(self):
+        """The finished batch (after close())."""
         return self.builder.buffer()
 
-    def set_producer_state(self, long long producer_id, int epoch, int base_sequence, bint txn):
-        self.builder.set_producer_state(producer_id, epoch, base_sequence, txn)
+    def set_producer_state(self, long long producer_id, int epoch, int base_sequence,
+                           bint is_transactional):
+        self.builder.set_producer_state(producer_id, epoch, base_sequence, is_transactional)
 
-    def reset_producer_state(self, long long producer_id, int epoch, int base_sequence, bint txn):
-        self.builder.set_producer_state(producer_id, epoch, base_sequence, txn)
+    def reset_producer_state(self, long long producer_id, int epoch, int base_sequence,
+                             bint is_transactional):
+        """Java's resetProducerState (also after close: header and CRC rewritten)."""
+        self.builder.set_producer_state(producer_id, epoch, base_sequence, is_transactional)
 
     def has_sequence(self):
         return self.builder._base_sequence != -1
@@ -398,12 +556,23 @@ cdef class ProducerBatch:
         return self.builder._base_sequence
 
     @property
+    def last_sequence(self):
+        """Java's lastSequence: base + count - 1, wrapping at 2**31 (-1 without a sequence)."""
+        if self.builder._base_sequence == -1:
+            return -1
+        return (self.builder._base_sequence + self.builder._count - 1) & 0x7FFFFFFF
+
+    @property
     def producer_id(self):
         return self.builder._producer_id
 
     @property
     def producer_epoch(self):
         return self.builder._producer_epoch
+
+    @property
+    def is_transactional(self):
+        return self.builder._transactional
 
     @property
     def record_count(self):
@@ -416,6 +585,10 @@ cdef class ProducerBatch:
     @property
     def is_done(self):
         return self.final_state != STATE_IN_FLIGHT
+
+    @property
+    def is_closed(self):
+        return self.builder._closed
 
     def is_full(self):
         return self.builder.is_full_c()
@@ -430,6 +603,7 @@ cdef class ProducerBatch:
         return delivery_timeout_ms <= now_ms - self.created_ms
 
     def reenqueued(self, long long now_ms, long long backoff_ms=0):
+        """Back in the queue for another attempt (``backoff_ms``: how long ready/drain skip it)."""
         self.attempts += 1
         self.last_attempt_ms = max(self.last_append_time, now_ms)
         self.last_append_time = max(self.last_append_time, now_ms)
@@ -444,65 +618,83 @@ cdef class ProducerBatch:
         return _decode_records(self)
 
     def split(self, int split_batch_size):
-        """Java's ProducerBatch.split: the records re-appended into batches of split_batch_size;
-        every record's future, callback and send_many segment moves to its new batch."""
-        cdef ProducerBatch nb
+        """Java's ProducerBatch.split: the records re-appended, in order, into new batches of
+        ``split_batch_size`` on plain bytearrays (outside the pool, closed for appends, the
+        original creation time, consecutive sequences when this batch had one). Every record's
+        future, callbacks and send_many segment move to its new batch; this batch ends SPLIT."""
+        cdef ProducerBatch nb = None
         cdef FutureRecordMetadata fut
         cdef int rel, new_rel
-        records = _decode_records(self)
-        thunks_by_rel = {}
+        cdef Py_ssize_t i
+        if split_batch_size <= 0:
+            raise ValueError(f"split_batch_size must be > 0, got {split_batch_size}")
+        batches = []
         with self._lock:
             if self.final_state != STATE_IN_FLIGHT:
-                raise RuntimeError("cannot split a completed batch")
-            self.final_state = STATE_SPLIT
+                raise IllegalStateError(
+                    f"cannot split a batch in state {FINAL_STATE_NAMES[self.final_state]}"
+                )
+            records = _decode_records(self)
+            thunks_by_rel = {}
             for i in range(0, len(self.thunks), 2):
                 fut = self.thunks[i]
                 thunks_by_rel.setdefault(fut._rel, []).append((fut, self.thunks[i + 1]))
+            placement = []  # old relative offset -> (batch index, new relative offset)
+            forward = []  # old relative offset -> (new batch, new relative offset)
+            for rel, (ts, key, value, headers) in enumerate(records):
+                new_rel = -1 if nb is None else nb.builder.try_append(ts, key, value, headers)
+                if new_rel < 0:
+                    if nb is not None:
+                        _close_for_record_appends(nb.builder)
+                    size = max(split_batch_size,
+                               estimate_size_in_bytes_upper_bound(key, value, headers))
+                    builder = RecordBatchBuilder(bytearray(size), self.builder._codec, size)
+                    nb = ProducerBatch(self.topic_partition, builder, self.created_ms, True)
+                    batches.append(nb)
+                    new_rel = nb.builder.try_append(ts, key, value, headers)
+                placement.append((len(batches) - 1, new_rel))
+                forward.append((nb, new_rel))
+                for fut, fn in thunks_by_rel.get(rel, ()):
+                    nb.thunks.append(fut)
+                    nb.thunks.append(fn)
+            if nb is not None:
+                _close_for_record_appends(nb.builder)
+            for bf, order, start, end, first_rel in self.segments:
+                i = start
+                while i < end:
+                    bidx, new_rel = placement[first_rel + i - start]
+                    j = i + 1
+                    while j < end and placement[first_rel + j - start] == (bidx, new_rel + j - i):
+                        j += 1
+                    (<ProducerBatch>batches[bidx]).segments.append((bf, order, i, j, new_rel))
+                    i = j
+            if self.builder._base_sequence != -1:
+                seq = self.builder._base_sequence
+                for nb in batches:
+                    nb.builder.set_producer_state(self.builder._producer_id,
+                                                  self.builder._producer_epoch, seq,
+                                                  self.builder._transactional)
+                    seq = (seq + nb.builder._count) & 0x7FFFFFFF
+            # futures follow ``forward`` to their new batch (set before SPLIT is visible)
+            self.result.forward = forward
+            self.final_state = STATE_SPLIT
             self.thunks = []
-        batches = []
-        placement = []  # old relative offset -> (batch index, new relative offset)
-        forward = []  # old relative offset -> (new batch, new relative offset)
-        nb = None
-        for rel, (ts, key, value, headers) in enumerate(records):
-            new_rel = -1 if nb is None else nb.builder.try_append(ts, key, value, headers)
-            if new_rel < 0:
-                size = max(split_batch_size, estimate_size_in_bytes_upper_bound(key, value,
-                                                                                headers))
-                builder = RecordBatchBuilder(bytearray(size), self.builder._codec,
-                                             split_batch_size)
-                nb = ProducerBatch(self.topic_partition, builder, self.created_ms, True)
-                batches.append(nb)
-                new_rel = nb.builder.try_append(ts, key, value, headers)
-            placement.append((len(batches) - 1, new_rel))
-            forward.append((nb, new_rel))
-            for fut, fn in thunks_by_rel.get(rel, ()):
-                nb.thunks.append(fut)
-                nb.thunks.append(fn)
-        for bf, order, start, end, first_rel in self.segments:
-            i = start
-            while i < end:
-                bidx, new_rel = placement[first_rel + i - start]
-                j = i + 1
-                while j < end and placement[first_rel + j - start] == (bidx, new_rel + j - i):
-                    j += 1
-                (<ProducerBatch>batches[bidx]).segments.append((bf, order, i, j, new_rel))
-                i = j
-        if self.has_sequence():
-            seq = self.builder._base_sequence
-            for nb in batches:
-                nb.builder.set_producer_state(self.builder._producer_id,
-                                              self.builder._producer_epoch, seq,
-                                              self.builder._transactional)
-                seq += nb.builder._count
-        # futures follow ``forward`` to their new batch; wake get() callers blocked on the old one
-        self.result.forward = forward
-        self.result.set(-1, -1, RecordTooLargeError("batch split"), None)
+            self.segments = []
+            self.result.set(-1, -1, RecordTooLargeError(
+                f"the batch of {self.topic_partition} was split into {len(batches)} batches"
+            ), None)
+        # wake get() callers blocked on this result: they re-wait on their new batch
         self.result.done()
         return batches
 
     def __repr__(self):
         return (f"ProducerBatch({self.topic_partition}, records={self.record_count}, "
-                f"state={self.final_state})")
+                f"state={FINAL_STATE_NAMES[self.final_state]})")
+
+
+cdef void _check_exception(object exc, str name) except *:
+    if not isinstance(exc, BaseException):
+        raise TypeError(f"{name} must be an exception instance, got {type(exc).__name__}")
 
 
 cdef void _run_callback(object fn, object md, object exc):
@@ -512,7 +704,7 @@ cdef void _run_callback(object fn, object md, object exc):
         log.exception("error in a record's completion callback")
 
 
-def _read_varint(const unsigned char[:] buf, Py_ssize_t pos):
+cdef tuple _read_varint(const unsigned char[:] buf, Py_ssize_t pos):
     cdef unsigned long long result = 0
     cdef int shift = 0
     cdef unsigned char b
@@ -526,10 +718,12 @@ def _read_varint(const unsigned char[:] buf, Py_ssize_t pos):
     return <long long>((result >> 1) ^ -(result & 1)), pos
 
 
-def _decode_records(ProducerBatch batch):
+cdef list _decode_records(ProducerBatch batch):
     from cproducer import compression
 
     cdef RecordBatchBuilder b = batch.builder
+    cdef long long length, klen, vlen, nh, hk, hv, ts_delta
+    cdef Py_ssize_t pos = 0, end
     if b._closed:
         data = bytes(b.buffer())
         body = data[61:]
@@ -539,7 +733,6 @@ def _decode_records(ProducerBatch batch):
         body = bytes(b._mv[61:b._pos])
     first_ts = b._first_ts
     out = []
-    pos = 0
     view = memoryview(body)
     for _ in range(b._count):
         length, pos = _read_varint(view, pos)
@@ -571,6 +764,7 @@ def _decode_records(ProducerBatch batch):
 
 
 @cython.no_gc
+@cython.freelist(8)
 cdef class RecordAppendResult:
     def __init__(self, future, batch_is_full, new_batch_created, abort_for_new_batch,
                  appended_bytes):
@@ -601,26 +795,64 @@ class ReadyCheckResult:
         self.unknown_leader_topics = unknown_leader_topics
 
 
+cdef extern from *:
+    """
+    /* A native mutex for the deque locks: the uncontended path is one atomic operation (CPython
+       3.11's PyThread lock reads the monotonic clock even for a non-blocking try). */
+    #ifdef _WIN32
+    #include <windows.h>
+    typedef SRWLOCK cp_mutex;
+    static int cp_mutex_init(cp_mutex* m) { InitializeSRWLock(m); return 0; }
+    static void cp_mutex_destroy(cp_mutex* m) { (void)m; }
+    static int cp_mutex_trylock(cp_mutex* m) { return TryAcquireSRWLockExclusive(m) ? 1 : 0; }
+    static void cp_mutex_lock(cp_mutex* m) { AcquireSRWLockExclusive(m); }
+    static void cp_mutex_unlock(cp_mutex* m) { ReleaseSRWLockExclusive(m); }
+    #else
+    #include <pthread.h>
+    typedef pthread_mutex_t cp_mutex;
+    static int cp_mutex_init(cp_mutex* m) { return pthread_mutex_init(m, NULL); }
+    static void cp_mutex_destroy(cp_mutex* m) { pthread_mutex_destroy(m); }
+    static int cp_mutex_trylock(cp_mutex* m) { return pthread_mutex_trylock(m) == 0; }
+    static void cp_mutex_lock(cp_mutex* m) { pthread_mutex_lock(m); }
+    static void cp_mutex_unlock(cp_mutex* m) { pthread_mutex_unlock(m); }
+    #endif
+    """
+    ctypedef struct cp_mutex:
+        pass
+    int cp_mutex_init(cp_mutex* m) nogil
+    void cp_mutex_destroy(cp_mutex* m) nogil
+    int cp_mutex_trylock(cp_mutex* m) nogil
+    void cp_mutex_lock(cp_mutex* m) nogil
+    void cp_mutex_unlock(cp_mutex* m) nogil
+
+
 cdef class FastLock:
-    """A plain lock with a C-level uncontended path; blocks with the GIL released."""
+    """A plain (non-reentrant) lock with a C-level uncontended path; it blocks with the GIL
+    released, so the holder can always get the GIL back to finish and release it."""
 
     def __cinit__(self):
-        self._lock = PyThread_allocate_lock()
-        if self._lock == NULL:
+        cdef cp_mutex* m = <cp_mutex*>malloc(sizeof(cp_mutex))
+        if m == NULL:
             raise MemoryError("cannot allocate a lock")
+        if cp_mutex_init(m) != 0:
+            free(m)
+            raise MemoryError("cannot initialise a lock")
+        self._lock = m
 
     def __dealloc__(self):
         if self._lock != NULL:
-            PyThread_free_lock(self._lock)
+            cp_mutex_destroy(<cp_mutex*>self._lock)
+            free(self._lock)
+            self._lock = NULL
 
     cdef void acquire_c(self) noexcept:
-        if PyThread_acquire_lock(self._lock, NOWAIT_LOCK):
+        if cp_mutex_trylock(<cp_mutex*>self._lock):
             return
         with nogil:
-            PyThread_acquire_lock(self._lock, WAIT_LOCK)
+            cp_mutex_lock(<cp_mutex*>self._lock)
 
     cdef void release_c(self) noexcept:
-        PyThread_release_lock(self._lock)
+        cp_mutex_unlock(<cp_mutex*>self._lock)
 
     def __enter__(self):
         self.acquire_c()
@@ -641,21 +873,36 @@ cdef class PartitionDeque:
 
 
 cdef class TopicInfo:
+    """Java's TopicInfo: a topic's partition deques and its built-in (sticky) partitioner."""
+
     def __init__(self, str topic, int batch_size, random):
         self.topic = topic
         self.compression_ratio = 1.0  # Java's CompressionRatioEstimator, per topic
         self.deques = {}
         self.partitioner = BuiltInPartitioner(topic, batch_size, random)
         self.lock = threading.Lock()
+        self._by_partition = []
 
     cdef PartitionDeque get_or_create(self, int partition):
-        cdef PartitionDeque dq = self.deques.get(partition)
-        if dq is None:
-            with self.lock:
-                dq = self.deques.get(partition)
-                if dq is None:
-                    dq = PartitionDeque(TopicPartition(self.topic, partition))
-                    self.deques[partition] = dq
+        # Lock-free read of a list indexed by partition (replaced, never mutated in place, so a
+        # reader sees the old or the new list); the dict keeps Java's map for everything else.
+        cdef list by_partition = self._by_partition
+        cdef PartitionDeque dq
+        if 0 <= partition < len(by_partition):
+            dq = <PartitionDeque>by_partition[partition]
+            if dq is not None:
+                return dq
+        with self.lock:
+            dq = self.deques.get(partition)
+            if dq is None:
+                dq = PartitionDeque(TopicPartition(self.topic, partition))
+                self.deques[partition] = dq
+            if partition >= 0:
+                by_partition = list(self._by_partition)
+                if partition >= len(by_partition):
+                    by_partition.extend([None] * (partition + 1 - len(by_partition)))
+                by_partition[partition] = dq
+                self._by_partition = by_partition
         return dq
 
 
@@ -667,17 +914,38 @@ cdef bint _all_batches_full(PartitionDeque dq):
 
 
 cdef class RecordAccumulator:
+    """Java's RecordAccumulator: per-partition deques of batches, filled by ``append`` (any
+    thread), emptied by ``drain`` (the Sender). Every time is the caller's ``now_ms``."""
+
     def __init__(self, int batch_size, int compression_type, long long linger_ms,
                  long long retry_backoff_ms, long long retry_backoff_max_ms,
                  long long delivery_timeout_ms, buffer_pool,
                  bint partitioner_adaptive_partitioning_enable=True,
                  long long partitioner_availability_timeout_ms=0, transaction_manager=None,
                  random=None):
+        if batch_size <= 0:
+            raise ValueError(f"batch_size must be > 0, got {batch_size}")
+        if compression_type < 0 or compression_type > 4:
+            raise ValueError(f"compression_type must be 0..4, got {compression_type}")
+        for name, v in (("linger_ms", linger_ms), ("retry_backoff_ms", retry_backoff_ms),
+                        ("retry_backoff_max_ms", retry_backoff_max_ms),
+                        ("delivery_timeout_ms", delivery_timeout_ms),
+                        ("partitioner_availability_timeout_ms",
+                         partitioner_availability_timeout_ms)):
+            if v < 0:
+                raise ValueError(f"{name} must be >= 0, got {v}")
+        if not (hasattr(buffer_pool, "allocate") and hasattr(buffer_pool, "deallocate")):
+            raise TypeError(
+                f"buffer_pool must be a BufferPool (allocate/deallocate), got "
+                f"{type(buffer_pool).__name__}"
+            )
+        if random is not None and not callable(random):
+            raise TypeError(f"random must be callable or None, got {type(random).__name__}")
         self.batch_size = batch_size
         self.compression_type = compression_type
         self.linger_ms = linger_ms
         self.retry_backoff_ms = retry_backoff_ms
-        self.retry_backoff_max_ms = max(retry_backoff_max_ms, retry_backoff_ms)
+        self.retry_backoff_max_ms = retry_backoff_max_ms
         self.delivery_timeout_ms = delivery_timeout_ms
         self.pool = buffer_pool
         self.adaptive = partitioner_adaptive_partitioning_enable
@@ -697,16 +965,23 @@ cdef class RecordAccumulator:
         self._jitter = _random.Random()
 
     cdef TopicInfo _topic_info(self, str topic):
-        cdef TopicInfo ti = self.topic_infos.get(topic)
+        cdef TopicInfo ti
+        if topic is self._last_topic:  # the same str object as last time: no dict lookup
+            return self._last_ti
+        ti = self.topic_infos.get(topic)
         if ti is None:
             with self.topic_lock:
                 ti = self.topic_infos.get(topic)
                 if ti is None:
                     ti = TopicInfo(topic, self.batch_size, self.random)
                     self.topic_infos[topic] = ti
+        # set the TopicInfo first: a reader that sees the new topic also sees its TopicInfo
+        self._last_ti = ti
+        self._last_topic = topic
         return ti
 
     def topic_info(self, str topic):
+        """The topic's TopicInfo (deques, built-in partitioner), created when missing."""
         return self._topic_info(topic)
 
     def deque_for(self, tp):
@@ -715,35 +990,50 @@ cdef class RecordAccumulator:
 
     cdef object _try_append_dq(self, PartitionDeque dq, long long timestamp, key,
                                value, headers, callback, long long now):
+        # Java's tryAppend: into the last batch of the deque (call with dq.lock held)
         cdef ProducerBatch last
-        cdef int before
+        cdef RecordBatchBuilder b
+        cdef Py_ssize_t before
         cdef FutureRecordMetadata fut
+        if self.closed:
+            raise ProducerClosedError("producer closed while send in progress")
         if not dq.batches:
             return None
         last = dq.batches[-1]
-        if last.final_state != STATE_IN_FLIGHT or last.builder._closed:
+        b = last.builder
+        if last.final_state != STATE_IN_FLIGHT or b._closed:
             return None
-        before = last.builder._pos
+        before = b._estimated(b._pos - RECORDS_OFFSET)
         fut = last._try_append(timestamp, key, value, headers, callback, now)
         if fut is None:
             return None
-        return _result(fut, len(dq.batches) > 1 or last.builder.is_full_c(), False, False,
-                       last.builder._pos - before)
+        return _result(fut, len(dq.batches) > 1 or b.is_full_c(), False, False,
+                       b._estimated(b._pos - RECORDS_OFFSET) - before)
 
     cpdef object append(self, str topic, int partition, long long timestamp, key,
                         value, headers, callback, double max_time_to_block_ms,
                         bint abort_on_new_batch, long long now_ms, cluster):
-        cdef TopicInfo ti = self._topic_info(topic)
+        """Java's append: into the partition's open batch, or a new one on memory from the pool
+        (allocated outside any deque lock, waiting up to ``max_time_to_block_ms``). Partition -1
+        lets the topic's built-in sticky partitioner choose. Returns a RecordAppendResult."""
+        cdef TopicInfo ti
         cdef StickyPartitionInfo info
-        cdef BuiltInPartitioner bp = ti.partitioner
+        cdef BuiltInPartitioner bp
         cdef PartitionDeque dq
         cdef RecordAppendResult result
         cdef int effective
         cdef object buffer = None
+        if partition < -1:
+            raise ValueError(
+                f"partition must be >= 0, or -1 for the built-in partitioner, got {partition}"
+            )
+        ti = self._topic_info(topic)
+        bp = ti.partitioner
         self.appends_in_progress += 1
         try:
             while True:
                 if partition < 0:
+                    # peeked before the deque lock: re-checked under it (partition_changed)
                     info = bp.peek_current_partition_info(cluster)
                     effective = info.index
                 else:
@@ -752,34 +1042,40 @@ cdef class RecordAccumulator:
                 dq = ti.get_or_create(effective)
                 dq.lock.acquire_c()
                 try:
-                    if bp.is_partition_changed(info):
+                    if info is not None and bp.is_partition_changed(info):
                         continue
                     result = self._try_append_dq(dq, timestamp, key, value, headers, callback,
                                                  now_ms)
                     if result is not None:
                         if info is not None:
+                            # a queue with an incomplete batch does not switch (Java)
                             bp.update_partition_info(info, result.appended_bytes, cluster,
                                                      _all_batches_full(dq))
                         return result
                 finally:
                     dq.lock.release_c()
                 if abort_on_new_batch:
+                    # the caller's partitioner gets a say before a new batch is made
                     return _result(None, False, False, True, 0)
                 if buffer is None:
                     size = max(self.batch_size,
                                estimate_size_in_bytes_upper_bound(key, value, headers))
+                    # may block for memory: never under a deque lock
                     buffer = self.pool.allocate(size, max_time_to_block_ms)
-                with dq.lock:
-                    if bp.is_partition_changed(info):
+                dq.lock.acquire_c()
+                try:
+                    if info is not None and bp.is_partition_changed(info):
                         continue
                     result = self._append_new_batch(dq, timestamp, key, value, headers,
                                                     callback, buffer, now_ms)
                     if result.new_batch_created:
-                        buffer = None
+                        buffer = None  # the batch owns it now
                     if info is not None:
                         bp.update_partition_info(info, result.appended_bytes, cluster,
                                                  _all_batches_full(dq))
                     return result
+                finally:
+                    dq.lock.release_c()
         finally:
             if buffer is not None:
                 self.pool.deallocate(buffer)
@@ -787,92 +1083,121 @@ cdef class RecordAccumulator:
 
     cdef object _append_new_batch(self, PartitionDeque dq, long long timestamp, key,
                                   value, headers, callback, buffer, long long now):
+        # Java's appendNewBatch (call with dq.lock held)
         cdef RecordAppendResult result
         cdef ProducerBatch batch
+        cdef RecordBatchBuilder builder
         cdef FutureRecordMetadata fut
-        if self.closed:
-            raise KafkaError("producer closed while send in progress")
         result = self._try_append_dq(dq, timestamp, key, value, headers, callback, now)
         if result is not None:
             return result  # another thread made a batch while we were allocating
-        builder = RecordBatchBuilder(buffer, self.compression_type, self.batch_size, -1, -1, -1,
-                                     False, self._topic_info(dq.tp[0]).compression_ratio)
-        batch = ProducerBatch(dq.tp, builder, now)
-        batch.pooled_buffer = buffer
+        batch = self._new_batch(dq, buffer, now)
+        builder = batch.builder
         fut = batch._try_append(timestamp, key, value, headers, callback, now)
-        dq.batches.append(batch)
-        with self.incomplete_lock:
-            self.incomplete.add(batch)
+        if fut is None:
+            # cannot happen (the buffer holds the record's upper bound): undo
+            dq.batches.pop()
+            with self.incomplete_lock:
+                self.incomplete.discard(batch)
+            raise IllegalStateError("a new batch refused its first record")
         return _result(fut, len(dq.batches) > 1 or builder.is_full_c(), True, False,
-                       builder._pos)
+                       builder._estimated(builder._pos - RECORDS_OFFSET) + RECORDS_OFFSET)
 
-    # ---------------------------------------------------------- columnar append (send_many)
-    def new_batch_for(self, PartitionDeque dq, buffer, long long now_ms):
-        """A new ProducerBatch in ``dq`` on ``buffer`` (call with dq.lock held)."""
+    cdef ProducerBatch _new_batch(self, PartitionDeque dq, buffer, long long now):
         cdef ProducerBatch batch
         builder = RecordBatchBuilder(buffer, self.compression_type, self.batch_size, -1, -1, -1,
                                      False, self._topic_info(dq.tp[0]).compression_ratio)
-        batch = ProducerBatch(dq.tp, builder, now_ms)
+        batch = ProducerBatch(dq.tp, builder, now)
         batch.pooled_buffer = buffer
         dq.batches.append(batch)
         with self.incomplete_lock:
             self.incomplete.add(batch)
         return batch
 
+    # ---------------------------------------------------------- columnar append (send_many)
+    def new_batch_for(self, PartitionDeque dq, buffer, long long now_ms):
+        """A new ProducerBatch in ``dq`` on ``buffer`` (call with dq.lock held). Once closed,
+        the buffer goes back to the pool and ProducerClosedError is raised."""
+        if self.closed:
+            self.pool.deallocate(buffer)
+            raise ProducerClosedError("producer closed while send in progress")
+        return self._new_batch(dq, buffer, now_ms)
+
     # ---------------------------------------------------------- ready / drain
     def update_node_latency_stats(self, int node_id, long long now_ms, bint can_drain):
+        """Java's updateNodeLatencyStats: the Sender found ``node_id`` with data to send and
+        could (``can_drain``) or could not drain it; only kept when
+        partitioner_availability_timeout_ms > 0."""
+        if self.availability_timeout_ms <= 0:
+            return
         stats = self.node_stats.get(node_id)
         if stats is None:
-            stats = [now_ms, now_ms]
+            stats = [now_ms, now_ms]  # [ready_time_ms, drain_time_ms]
             self.node_stats[node_id] = stats
-        stats[0] = now_ms
         if can_drain:
             stats[1] = now_ms
+        stats[0] = now_ms
 
     def ready(self, cluster, long long now_ms):
+        """Java's ready: the nodes with a sendable batch (full, lingered, memory exhausted,
+        flushing, closing, transaction completing; not backing off, not muted), the delay until
+        the next check, and the topics with batches but no known leader. Also feeds the
+        adaptive partitioner each topic's queue sizes (Java's partitionReady)."""
         cdef TopicInfo ti
         cdef PartitionDeque dq
         cdef ProducerBatch batch
-        cdef long long waited, time_to_wait, next_delay = 2 ** 62
-        cdef int idx, size
-        cdef bint backing_off, full, exhausted = self.pool.queued > 0
+        cdef long long waited, time_to_wait, next_delay = LLONG_MAX
+        cdef int idx, size, part
+        cdef bint backing_off, full, sendable, exhausted = self.pool.queued > 0
+        cdef bint completing = False
+        tm = self.transaction_manager
+        if tm is not None:
+            is_completing = getattr(tm, "is_completing", None)
+            completing = is_completing is not None and bool(is_completing())
         ready_nodes = set()
         unknown = set()
+        muted = self.muted
         for topic, ti in list(self.topic_infos.items()):
             queue_sizes = None
             ids = None
             idx = -1
-            count = cluster.partition_count_for_topic(topic)
-            if self.adaptive and count is not None and len(ti.deques) >= count:
-                queue_sizes = np.zeros(len(ti.deques), dtype=np.int32)
-                ids = np.zeros(len(ti.deques), dtype=np.int32)
-            for part, dq in list(ti.deques.items()):
+            deques = list(ti.deques.items())
+            if self.adaptive:
+                count = cluster.partition_count_for_topic(topic)
+                # no adaptive stats until every partition has had a batch (Java)
+                if len(deques) >= (count or 0):
+                    queue_sizes = np.zeros(len(deques), dtype=np.int32)
+                    ids = np.zeros(len(deques), dtype=np.int32)
+            for part, dq in deques:
                 leader = cluster.leader_for(dq.tp)
                 if leader is not None and queue_sizes is not None:
                     idx += 1
                     ids[idx] = part
-                with dq.lock:
-                    if not dq.batches:
-                        continue
-                    batch = dq.batches[0]
+                dq.lock.acquire_c()
+                batch = dq.batches[0] if dq.batches else None
+                if batch is not None:
                     waited = max(0, now_ms - batch.last_attempt_ms)
                     backing_off = batch.attempts > 0 and waited < batch.backoff_ms
                     size = len(dq.batches)
                     full = size > 1 or batch.builder.is_full_c()
+                dq.lock.release_c()
+                if batch is None:
+                    continue
                 if leader is None:
                     unknown.add(topic)
                     continue
                 if queue_sizes is not None:
                     queue_sizes[idx] = size
-                    if self.availability_timeout_ms > 0:
-                        stats = self.node_stats.get(leader.id)
-                        if stats is not None and stats[0] - stats[1] > self.availability_timeout_ms:
-                            idx -= 1
-                if leader.id in ready_nodes or dq.tp in self.muted:
+                if self.availability_timeout_ms > 0:
+                    stats = self.node_stats.get(leader.id)
+                    if stats is not None and stats[0] - stats[1] > self.availability_timeout_ms:
+                        idx -= 1  # the node did not drain for too long: leave its partitions out
+                # Java's batchReady
+                if leader.id in ready_nodes or dq.tp in muted:
                     continue
                 time_to_wait = batch.backoff_ms if backing_off else self.linger_ms
                 sendable = (full or waited >= time_to_wait or exhausted or self.closed
-                            or self.flushes_in_progress > 0)
+                            or self.flushes_in_progress > 0 or completing)
                 if sendable and not backing_off:
                     ready_nodes.add(leader.id)
                 else:
@@ -881,30 +1206,48 @@ cdef class RecordAccumulator:
         return ReadyCheckResult(ready_nodes, next_delay, unknown)
 
     cdef bint _should_stop_drain(self, ProducerBatch first, tp) except -1:
+        # Java's shouldStopDrainBatchesForPartition (call with the deque lock held)
         tm = self.transaction_manager
         if tm is None:
             return False
         if not tm.is_send_to_partition_allowed(tp):
             return True
         if not tm.has_producer_id():
+            return True  # no valid producer id/epoch yet
+        pid, _epoch = tm.producer_id_and_epoch
+        if pid < 0:
             return True
-        if first.builder._base_sequence != -1:
+        if first.builder._base_sequence == -1:
+            # optional, when the transaction manager tracks them (Java's checks)
+            stale = getattr(tm, "has_stale_producer_id_and_epoch", None)
+            if stale is not None and tm.has_in_flight_batches(tp) and stale(tp):
+                return True  # in-flight batches of an older id/epoch must finish first
+            unresolved = getattr(tm, "has_unresolved_sequence", None)
+            if unresolved is not None and unresolved(tp):
+                return True
+        else:
             head = tm.next_batch_by_sequence(tp)
             if head is not None and head.base_sequence != first.builder._base_sequence:
-                return True  # an earlier batch of this partition must be retried first
+                return True  # a retried batch waits for the one before it to complete
         return False
 
     def drain(self, cluster, node_ids, int max_request_size, long long now_ms):
+        """Java's drain: for each node, batches of its partitions (starting where the last drain
+        of that node stopped) up to ``max_request_size`` bytes (at least one batch), closed and,
+        with a transaction manager, sequenced. {node_id: [ProducerBatch]}."""
         out = {}
         for node_id in node_ids:
             out[node_id] = self._drain_node(cluster, node_id, max_request_size, now_ms)
         return out
 
     cdef list _drain_node(self, cluster, int node_id, int max_size, long long now):
+        # Java's drainBatchesForOneNode
         cdef PartitionDeque dq
-        cdef ProducerBatch first
+        cdef ProducerBatch first, head
         cdef TopicInfo ti
-        cdef int size = 0, n, start, i
+        cdef long long size = 0
+        cdef int n, start, i
+        cdef bint stop
         ready = []
         parts = cluster.partitions_for_node(node_id)
         n = len(parts)
@@ -913,32 +1256,37 @@ cdef class RecordAccumulator:
         start = self.node_drain_index.get(node_id, 0) % n
         i = start
         tm = self.transaction_manager
+        muted = self.muted
         while True:
             part = parts[i]
             self.node_drain_index[node_id] = i  # Java's updateDrainIndex: where to resume
             i = (i + 1) % n
             ti = self.topic_infos.get(part.topic)
             dq = None if ti is None else ti.deques.get(part.partition)
-            if dq is not None and dq.tp not in self.muted:
+            if dq is not None and dq.tp not in muted:
                 first = None
+                stop = False
                 dq.lock.acquire_c()
-                if dq.batches:
-                    first = dq.batches[0]
-                dq.lock.release_c()
-                # Only this (the Sender) thread removes batches from the head, so ``first``
-                # stays the head while we look at it without holding the lock.
-                if first is not None and not (
-                    first.attempts > 0 and now - first.last_attempt_ms < first.backoff_ms
-                ):
-                    if size + first.builder.estimated_size_in_bytes > max_size and ready:
-                        break
-                    if self._should_stop_drain(first, dq.tp):
-                        break
-                    dq.lock.acquire_c()
-                    dq.batches.popleft()
+                try:
+                    if dq.batches:
+                        head = dq.batches[0]
+                        # not while backing off
+                        if not (head.attempts > 0 and now - head.last_attempt_ms < head.backoff_ms):
+                            if size + head.builder.estimated_size_in_bytes > max_size and ready:
+                                # a single batch larger than the request (compression
+                                # estimate) still goes, alone
+                                stop = True
+                            elif self._should_stop_drain(head, dq.tp):
+                                stop = True
+                            else:
+                                first = dq.batches.popleft()
+                finally:
                     dq.lock.release_c()
+                if stop:
+                    break
+                if first is not None:
                     # sequence numbers and compression outside the lock: appenders to this
-                    # partition never wait for them (the batch is out of the deque already)
+                    # partition never wait for them (only the Sender drains)
                     if tm is not None and first.builder._base_sequence == -1:
                         tm.maybe_update_producer_id_and_epoch(dq.tp)
                         pid, epoch = tm.producer_id_and_epoch
@@ -948,7 +1296,7 @@ cdef class RecordAccumulator:
                         tm.increment_sequence_number(dq.tp, first.builder._count)
                         tm.add_in_flight_batch(first)
                     first.builder.close()
-                    if self.compression_type != 0:
+                    if first.builder._codec != 0:
                         self._update_compression_ratio(ti, first.builder.compression_ratio)
                     size += first.builder._size
                     ready.append(first)
@@ -968,42 +1316,69 @@ cdef class RecordAccumulator:
 
     # ---------------------------------------------------------- retries, expiry, split
     def expired_batches(self, long long now_ms):
+        """Java's expiredBatches: batches at the head of their deque that reached
+        delivery_timeout_ms, removed from the deques (oldest first)."""
         cdef TopicInfo ti
         cdef PartitionDeque dq
         cdef ProducerBatch batch
         expired = []
         for ti in list(self.topic_infos.values()):
             for dq in list(ti.deques.values()):
-                with dq.lock:
+                dq.lock.acquire_c()
+                try:
                     while dq.batches:
                         batch = dq.batches[0]
                         if self.delivery_timeout_ms <= now_ms - batch.created_ms:
                             dq.batches.popleft()
+                            _close_for_record_appends(batch.builder)
                             expired.append(batch)
                         else:
                             break
+                finally:
+                    dq.lock.release_c()
         return expired
 
     cdef long long _backoff(self, int attempts):
-        # Java's ExponentialBackoff(retry.backoff.ms, 2, retry.backoff.max.ms, 0.2)
-        cdef double exp, term, jitter
-        if self.retry_backoff_ms >= self.retry_backoff_max_ms:
-            return self.retry_backoff_max_ms
-        exp = min(max(attempts, 0), 62)
-        term = self.retry_backoff_ms * (2.0 ** exp)
-        jitter = self._jitter.uniform(0.8, 1.2)
-        return <long long>min(term * jitter, <double>self.retry_backoff_max_ms)
+        # Java's ExponentialBackoff(retry.backoff.ms, 2, retry.backoff.max.ms, 0.2).backoff()
+        cdef double initial = min(self.retry_backoff_max_ms, self.retry_backoff_ms)
+        cdef double maximum = self.retry_backoff_max_ms
+        cdef double exp_max, exp, term
+        cdef long long value
+        if maximum <= initial:
+            return <long long>initial
+        exp_max = math.log(maximum / max(initial, 1.0)) / math.log(RETRY_BACKOFF_EXP_BASE)
+        exp = min(<double>max(attempts, 0), exp_max)
+        term = initial * RETRY_BACKOFF_EXP_BASE ** exp
+        value = <long long>(term * self._jitter.uniform(1 - RETRY_BACKOFF_JITTER,
+                                                         1 + RETRY_BACKOFF_JITTER))
+        return min(value, self.retry_backoff_max_ms)
+
+    def retry_backoff(self, int attempts):
+        """The backoff before retry number ``attempts + 1`` (jittered), in ms."""
+        return self._backoff(attempts)
 
     def reenqueue(self, ProducerBatch batch, long long now_ms):
-        cdef PartitionDeque dq = self.deque_for(batch.topic_partition)
+        """Java's reenqueue: back at the front of its deque (in sequence order with a transaction
+        manager), backing off for the exponential retry backoff of its attempt."""
+        cdef PartitionDeque dq
+        if self.transaction_manager is not None and batch.builder._base_sequence == -1:
+            raise IllegalStateError(
+                f"re-enqueueing a batch of {batch.topic_partition} without a sequence although "
+                f"idempotence is enabled"
+            )
+        dq = self.deque_for(batch.topic_partition)
         batch.reenqueued(now_ms, self._backoff(batch.attempts))
-        with dq.lock:
+        dq.lock.acquire_c()
+        try:
             if self.transaction_manager is not None:
                 self._insert_in_sequence_order(dq, batch)
             else:
                 dq.batches.appendleft(batch)
+        finally:
+            dq.lock.release_c()
 
     cdef void _insert_in_sequence_order(self, PartitionDeque dq, ProducerBatch batch):
+        # Java's insertInSequenceOrder: after the queued batches with a lower sequence
         cdef ProducerBatch head
         ordered = []
         seq = batch.builder._base_sequence
@@ -1018,29 +1393,41 @@ cdef class RecordAccumulator:
             dq.batches.appendleft(head)
 
     def split_and_reenqueue(self, ProducerBatch big):
-        """A batch too large for the broker, split into batches of batch.size; returns how many."""
+        """Java's splitAndReenqueue: a batch the broker found too large, split into batches of
+        batch_size put back at the front of its deque (as never tried). Returns how many."""
         cdef PartitionDeque dq = self.deque_for(big.topic_partition)
+        cdef TopicInfo ti = self._topic_info(big.topic)
         cdef ProducerBatch nb
+        # the estimate goes back to the big batch's ratio (or 1.0): split less often (Java)
+        ti.compression_ratio = max(1.0, big.builder.compression_ratio)
         batches = big.split(self.batch_size)
-        with self.incomplete_lock:
-            for nb in batches:
-                self.incomplete.add(nb)
         tm = self.transaction_manager
-        with dq.lock:
-            for nb in reversed(batches):
+        for nb in reversed(batches):
+            with self.incomplete_lock:
+                self.incomplete.add(nb)
+            dq.lock.acquire_c()
+            try:
                 if tm is not None and nb.builder._base_sequence != -1:
-                    tm.add_in_flight_batch(nb)
+                    tm.add_in_flight_batch(nb)  # they already have their sequences
                     self._insert_in_sequence_order(dq, nb)
                 else:
                     dq.batches.appendleft(nb)
+            finally:
+                dq.lock.release_c()
         return len(batches)
 
     def deallocate(self, ProducerBatch batch):
+        """The batch is done: out of the incomplete set, its pooled buffer back to the pool
+        (once; split batches' buffers never came from the pool)."""
         with self.incomplete_lock:
             self.incomplete.discard(batch)
-        if not batch.is_splitting_batch and batch.pooled_buffer is not None:
-            buf = batch.pooled_buffer
-            batch.pooled_buffer = None
+        buf = batch.pooled_buffer
+        if buf is None:
+            if not batch.is_splitting_batch:
+                log.debug("%r was already deallocated", batch)
+            return
+        batch.pooled_buffer = None
+        if not batch.is_splitting_batch:
             self.pool.deallocate(buf, len(buf))
 
     def mute_partition(self, tp):
@@ -1051,22 +1438,33 @@ cdef class RecordAccumulator:
 
     # ---------------------------------------------------------- flush / close / abort
     def begin_flush(self):
+        """Every batch is sendable at once until the matching await_flush_completion."""
         self.flushes_in_progress += 1
 
     def flush_in_progress(self):
         return self.flushes_in_progress > 0
 
     def await_flush_completion(self, timeout_s=None):
-        """Wait for every batch incomplete now; False on timeout."""
+        """Wait for every batch incomplete now (and the batches they were split into); False
+        on timeout. Ends the flush begun by begin_flush either way."""
         cdef ProducerBatch batch
+        cdef ProduceRequestResult r
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         try:
             with self.incomplete_lock:
-                batches = list(self.incomplete)
-            for batch in batches:
+                pending = list(self.incomplete)
+            seen = set()
+            while pending:
+                batch = pending.pop()
+                r = batch.result
                 remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-                while not batch.result.wait(remaining):
+                if not r.wait(remaining):
                     return False
+                if r.forward is not None:
+                    for nb, _rel in r.forward:
+                        if id(nb) not in seen:
+                            seen.add(id(nb))
+                            pending.append(nb)
             return True
         finally:
             self.flushes_in_progress -= 1
@@ -1084,41 +1482,66 @@ cdef class RecordAccumulator:
         return bool(self.incomplete)
 
     def incomplete_batches(self):
+        """A snapshot of the batches not completed yet (drained or not)."""
         with self.incomplete_lock:
             return list(self.incomplete)
 
     def abort_incomplete_batches(self, exc=None):
-        """Fail every incomplete batch (drained or not) exactly once (forced close)."""
+        """Java's abortIncompleteBatches (forced close): fail every incomplete batch, drained
+        or not, exactly once, until no append is in progress."""
         if exc is None:
             exc = KafkaError("producer is closed forcefully")
+        _check_exception(exc, "exc")
         while True:
             self._abort_batches(exc, False)
             if self.appends_in_progress <= 0:
                 break
-            time.sleep(0.001)
+            time.sleep(0.0005)
+        # an append that was running may have made one more batch
         self._abort_batches(exc, False)
+        self._last_topic = None
+        self._last_ti = None
         self.topic_infos.clear()
 
     def abort_undrained_batches(self, exc):
-        """Fail the batches that were never drained (still in the deques)."""
+        """Java's abortUndrainedBatches: fail the batches never sent (no sequence yet with a
+        transaction manager; not closed without one)."""
+        _check_exception(exc, "exc")
         self._abort_batches(exc, True)
 
     cdef void _abort_batches(self, exc, bint undrained_only) except *:
         cdef ProducerBatch batch
         cdef PartitionDeque dq
+        cdef TopicInfo ti
+        cdef bint abort
+        tm = self.transaction_manager
         for batch in self.incomplete_batches():
-            if undrained_only and batch.builder._closed:
-                continue
-            dq = self.deque_for(batch.topic_partition)
-            with dq.lock:
-                try:
-                    dq.batches.remove(batch)
-                except ValueError:
-                    pass
-            if batch.abort(exc):
+            ti = self.topic_infos.get(batch.topic)
+            dq = None if ti is None else ti.deques.get(batch.partition)
+            abort = True
+            if dq is not None:
+                dq.lock.acquire_c()
+            try:
+                if undrained_only:
+                    if tm is not None:
+                        abort = batch.builder._base_sequence == -1
+                    else:
+                        abort = not batch.builder._closed
+                if abort:
+                    _close_for_record_appends(batch.builder)
+                    if dq is not None:
+                        try:
+                            dq.batches.remove(batch)
+                        except ValueError:
+                            pass
+            finally:
+                if dq is not None:
+                    dq.lock.release_c()
+            if abort and batch.abort(exc):
                 self.deallocate(batch)
 
     def close(self):
+        """Closing: no new appends; ready() treats every batch as sendable."""
         self.closed = True
 
     # ---------------------------------------------------------- observability
@@ -1133,6 +1556,7 @@ cdef class RecordAccumulator:
         return out
 
     def queue_size(self, tp):
+        """Batches queued (not drained) for ``tp``."""
         cdef TopicInfo ti = self.topic_infos.get(tp.topic)
         if ti is None or tp.partition not in ti.deques:
             return 0
