@@ -1,14 +1,31 @@
-from typing import Any, Callable, Dict, List, Optional, Set
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
+from cproducer._partitioner import BuiltInPartitioner
+from cproducer._records import RecordBatchBuilder
 from cproducer.cluster import TopicPartition
 
+IN_FLIGHT: int
+SUCCEEDED: int
+FAILED: int
+SPLIT: int
+ABORTED: int
+FINAL_STATE_NAMES: Dict[int, str]
+RETRY_BACKOFF_EXP_BASE: int
+RETRY_BACKOFF_JITTER: float
+
 class RecordMetadata:
-    topic: str
-    partition: int
-    offset: int
-    timestamp: int
-    serialized_key_size: int
-    serialized_value_size: int
+    @property
+    def topic(self) -> str: ...
+    @property
+    def partition(self) -> int: ...
+    @property
+    def offset(self) -> int: ...
+    @property
+    def timestamp(self) -> int: ...
+    @property
+    def serialized_key_size(self) -> int: ...
+    @property
+    def serialized_value_size(self) -> int: ...
     def __init__(
         self,
         topic: str,
@@ -21,105 +38,190 @@ class RecordMetadata:
     @property
     def topic_partition(self) -> TopicPartition: ...
     def has_offset(self) -> bool: ...
+    def has_timestamp(self) -> bool: ...
 
 class ProduceRequestResult:
     topic_partition: TopicPartition
     base_offset: int
     log_append_time: int
-    error: Optional[BaseException]
     completed: bool
+    forward: Optional[List[Tuple[ProducerBatch, int]]]
     def __init__(self, topic_partition: TopicPartition) -> None: ...
     def set(
-        self, base_offset: int, log_append_time: int, error: Any = ..., record_errors: Any = ...
+        self,
+        base_offset: int,
+        log_append_time: int,
+        error: Optional[BaseException | Callable[[int], Optional[BaseException]]] = ...,
+        record_errors: Optional[Callable[[int], Optional[BaseException]]] = ...,
     ) -> None: ...
     def done(self) -> None: ...
     def wait(self, timeout: Optional[float] = ...) -> bool: ...
+    @property
+    def error(self) -> Optional[BaseException]: ...
     def error_for(self, relative_offset: int) -> Optional[BaseException]: ...
 
 class FutureRecordMetadata:
-    is_done: bool
-    exception: Optional[BaseException]
-    value: Optional[RecordMetadata]
-    topic_partition: TopicPartition
+    @property
+    def is_done(self) -> bool: ...
+    @property
+    def exception(self) -> Optional[BaseException]: ...
+    @property
+    def value(self) -> Optional[RecordMetadata]: ...
+    @property
+    def topic_partition(self) -> TopicPartition: ...
+    @property
+    def relative_offset(self) -> int: ...
     def done(self) -> bool: ...
     def get(self, timeout: Optional[float] = ...) -> RecordMetadata: ...
     def succeeded(self) -> bool: ...
     def failed(self) -> bool: ...
     def add_callback(self, fn: Callable[..., Any], *args: Any) -> FutureRecordMetadata: ...
     def add_errback(self, fn: Callable[..., Any], *args: Any) -> FutureRecordMetadata: ...
+    def add_both(self, fn: Callable[..., Any], *args: Any) -> FutureRecordMetadata: ...
+
+Callback = Callable[[Optional[RecordMetadata], Optional[BaseException]], Any]
 
 class ProducerBatch:
     topic_partition: TopicPartition
     topic: str
     partition: int
+    builder: RecordBatchBuilder
     created_ms: int
     last_attempt_ms: int
+    last_append_time: int
     drained_ms: int
     attempts: int
     retry: bool
     final_state: int
     result: ProduceRequestResult
+    max_record_size: int
+    pooled_buffer: Any
     is_splitting_batch: bool
     backoff_ms: int
-    record_count: int
-    estimated_size_in_bytes: int
-    is_done: bool
-    base_sequence: int
-    producer_id: int
-    producer_epoch: int
     def __init__(
         self,
         topic_partition: TopicPartition,
-        builder: Any,
+        builder: RecordBatchBuilder,
         created_ms: int,
         is_splitting_batch: bool = ...,
     ) -> None: ...
     def try_append(
-        self, timestamp: int, key: Any, value: Any, headers: Any, callback: Any, now_ms: int
+        self,
+        timestamp: int,
+        key: Any,
+        value: Any,
+        headers: Any,
+        callback: Optional[Callback],
+        now_ms: int,
     ) -> Optional[FutureRecordMetadata]: ...
     def complete(self, base_offset: int, log_append_time: int) -> bool: ...
     def complete_exceptionally(
-        self, top_level_exception: BaseException, record_exceptions: Any = ...
+        self,
+        top_level_exception: BaseException,
+        record_exceptions: Optional[Callable[[int], Optional[BaseException]]] = ...,
     ) -> bool: ...
     def abort(self, exc: BaseException) -> bool: ...
     def close(self) -> None: ...
+    def close_for_record_appends(self) -> None: ...
     def buffer(self) -> memoryview: ...
     def set_producer_state(
-        self, producer_id: int, epoch: int, base_sequence: int, txn: bool
+        self, producer_id: int, epoch: int, base_sequence: int, is_transactional: bool
     ) -> None: ...
     def reset_producer_state(
-        self, producer_id: int, epoch: int, base_sequence: int, txn: bool
+        self, producer_id: int, epoch: int, base_sequence: int, is_transactional: bool
     ) -> None: ...
     def has_sequence(self) -> bool: ...
+    @property
+    def base_sequence(self) -> int: ...
+    @property
+    def last_sequence(self) -> int: ...
+    @property
+    def producer_id(self) -> int: ...
+    @property
+    def producer_epoch(self) -> int: ...
+    @property
+    def is_transactional(self) -> bool: ...
+    @property
+    def record_count(self) -> int: ...
+    @property
+    def estimated_size_in_bytes(self) -> int: ...
+    @property
+    def is_done(self) -> bool: ...
+    @property
+    def is_closed(self) -> bool: ...
     def is_full(self) -> bool: ...
     def in_retry(self) -> bool: ...
     def waited_time_ms(self, now_ms: int) -> int: ...
     def has_reached_delivery_timeout(self, delivery_timeout_ms: int, now_ms: int) -> bool: ...
     def reenqueued(self, now_ms: int, backoff_ms: int = ...) -> None: ...
     def drained(self, now_ms: int) -> None: ...
-    def records(self) -> List[Any]: ...
+    def records(self) -> List[Tuple[int, Optional[bytes], Optional[bytes], Any]]: ...
     def split(self, split_batch_size: int) -> List[ProducerBatch]: ...
     def add_segment(self, segment: Any) -> None: ...
 
 class RecordAppendResult:
-    future: Optional[FutureRecordMetadata]
-    batch_is_full: bool
-    new_batch_created: bool
-    abort_for_new_batch: bool
-    appended_bytes: int
+    @property
+    def future(self) -> Optional[FutureRecordMetadata]: ...
+    @property
+    def batch_is_full(self) -> bool: ...
+    @property
+    def new_batch_created(self) -> bool: ...
+    @property
+    def abort_for_new_batch(self) -> bool: ...
+    @property
+    def appended_bytes(self) -> int: ...
+    def __init__(
+        self,
+        future: Optional[FutureRecordMetadata],
+        batch_is_full: bool,
+        new_batch_created: bool,
+        abort_for_new_batch: bool,
+        appended_bytes: int,
+    ) -> None: ...
 
 class ReadyCheckResult:
     ready_nodes: Set[int]
     next_ready_check_delay_ms: int
     unknown_leader_topics: Set[str]
+    def __init__(
+        self, ready_nodes: Set[int], next_ready_check_delay_ms: int, unknown_leader_topics: Set[str]
+    ) -> None: ...
+
+class FastLock:
+    def __enter__(self) -> FastLock: ...
+    def __exit__(self, *exc: Any) -> bool: ...
+
+class PartitionDeque:
+    tp: TopicPartition
+    batches: Any  # collections.deque[ProducerBatch]
+    lock: FastLock
+    def __init__(self, tp: TopicPartition) -> None: ...
+
+class TopicInfo:
+    topic: str
+    compression_ratio: float
+    deques: Dict[int, PartitionDeque]
+    partitioner: BuiltInPartitioner
+    def __init__(self, topic: str, batch_size: int, random: Any) -> None: ...
 
 class RecordAccumulator:
     batch_size: int
     compression_type: int
     linger_ms: int
+    retry_backoff_ms: int
+    retry_backoff_max_ms: int
+    delivery_timeout_ms: int
     pool: Any
+    adaptive: bool
+    availability_timeout_ms: int
+    transaction_manager: Any
+    topic_infos: Dict[str, TopicInfo]
+    incomplete: Set[ProducerBatch]
+    muted: Set[TopicPartition]
+    node_stats: Dict[int, List[int]]
     closed: bool
     flushes_in_progress: int
+    appends_in_progress: int
     def __init__(
         self,
         batch_size: int,
@@ -132,7 +234,7 @@ class RecordAccumulator:
         partitioner_adaptive_partitioning_enable: bool = ...,
         partitioner_availability_timeout_ms: int = ...,
         transaction_manager: Any = ...,
-        random: Any = ...,
+        random: Optional[Callable[[], int]] = ...,
     ) -> None: ...
     def append(
         self,
@@ -142,21 +244,22 @@ class RecordAccumulator:
         key: Any,
         value: Any,
         headers: Any,
-        callback: Any,
+        callback: Optional[Callback],
         max_time_to_block_ms: float,
         abort_on_new_batch: bool,
         now_ms: int,
         cluster: Any,
     ) -> RecordAppendResult: ...
-    def topic_info(self, topic: str) -> Any: ...
-    def deque_for(self, tp: TopicPartition) -> Any: ...
-    def new_batch_for(self, dq: Any, buffer: Any, now_ms: int) -> ProducerBatch: ...
+    def topic_info(self, topic: str) -> TopicInfo: ...
+    def deque_for(self, tp: TopicPartition) -> PartitionDeque: ...
+    def new_batch_for(self, dq: PartitionDeque, buffer: Any, now_ms: int) -> ProducerBatch: ...
     def update_node_latency_stats(self, node_id: int, now_ms: int, can_drain: bool) -> None: ...
     def ready(self, cluster: Any, now_ms: int) -> ReadyCheckResult: ...
     def drain(
         self, cluster: Any, node_ids: Any, max_request_size: int, now_ms: int
     ) -> Dict[int, List[ProducerBatch]]: ...
     def expired_batches(self, now_ms: int) -> List[ProducerBatch]: ...
+    def retry_backoff(self, attempts: int) -> int: ...
     def reenqueue(self, batch: ProducerBatch, now_ms: int) -> None: ...
     def split_and_reenqueue(self, big: ProducerBatch) -> int: ...
     def deallocate(self, batch: ProducerBatch) -> None: ...
