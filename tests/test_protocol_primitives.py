@@ -2,18 +2,49 @@
 
 from __future__ import annotations
 
+import random
+import uuid
+from typing import Any, Iterator, List, Optional, Tuple
+
+import kafka.protocol.admin as k_admin
+import kafka.protocol.metadata as k_metadata
+import kafka.protocol.producer as k_producer
 import pytest
 
-from cproducer.errors import CorruptResponseError
+from cproducer import __version__
+from cproducer.cluster import Node
+from cproducer.errors import CorruptResponseError, UnsupportedVersionError
 from cproducer.protocol import (
+    ApiVersionsRequest,
+    CreateTopicsRequest,
+    InitProducerIdRequest,
+    InitProducerIdResponse,
     MetadataRequest,
+    NewTopic,
     ProduceRequest,
     Reader,
     Writer,
+    choose_version,
     decode_response,
     decode_response_header,
     encode_request,
+    is_flexible,
 )
+
+
+class K:
+    """kafka-python's message classes (a peer implementation of the same schemas)."""
+
+    ApiVersionsRequest: Any = k_metadata.ApiVersionsRequest
+    ApiVersionsResponse: Any = k_metadata.ApiVersionsResponse
+    MetadataRequest: Any = k_metadata.MetadataRequest
+    MetadataResponse: Any = k_metadata.MetadataResponse
+    ProduceRequest: Any = k_producer.ProduceRequest
+    ProduceResponse: Any = k_producer.ProduceResponse
+    InitProducerIdRequest: Any = k_producer.InitProducerIdRequest
+    InitProducerIdResponse: Any = k_producer.InitProducerIdResponse
+    CreateTopicsRequest: Any = k_admin.CreateTopicsRequest
+    CreateTopicsResponse: Any = k_admin.CreateTopicsResponse
 
 
 def test_round_trip_of_every_type() -> None:
@@ -78,3 +109,450 @@ def test_garbage_response_bodies_raise_corrupt_response() -> None:
     # a flexible header with a tagged field that claims more bytes than there are
     with pytest.raises(CorruptResponseError):
         decode_response_header(3, True, memoryview(b"\x00\x00\x00\x01\x01\x00\x7f"))
+
+
+def test_varint_edge_values() -> None:
+    cases = {
+        0: b"\x00",
+        -1: b"\x01",
+        1: b"\x02",
+        -64: b"\x7f",
+        64: b"\x80\x01",
+        2**31 - 1: b"\xfe\xff\xff\xff\x0f",
+        -(2**31): b"\xff\xff\xff\xff\x0f",
+        2**63 - 1: b"\xfe" + b"\xff" * 8 + b"\x01",
+        -(2**63): b"\xff" * 9 + b"\x01",
+    }
+    for value, wire in cases.items():
+        assert Writer().varint(value).getvalue() == wire, value
+        r = Reader(wire)
+        assert (r.varint(), r.remaining()) == (value, 0)
+    assert Writer().uvarint(2**64 - 1).getvalue() == b"\xff" * 9 + b"\x01"
+    with pytest.raises(ValueError, match="unsigned varint"):
+        Writer().uvarint(-1)
+    with pytest.raises(CorruptResponseError, match="too long"):
+        Reader(b"\xff" * 11).uvarint()
+    with pytest.raises(CorruptResponseError, match="truncated"):
+        Reader(b"\x80\x80").uvarint()
+
+
+def test_non_nullable_string_refuses_none_and_bad_utf8_is_corrupt() -> None:
+    with pytest.raises(ValueError, match="non-nullable"):
+        Writer().string(None)
+    with pytest.raises(CorruptResponseError, match="UTF-8"):
+        Reader(b"\x00\x02\xff\xfe").string()
+
+
+def test_choose_version() -> None:
+    assert choose_version(ProduceRequest, (0, 11)) == 9
+    assert choose_version(ProduceRequest, (0, 5)) == 5
+    assert choose_version(MetadataRequest, (0, 0)) == 0
+    with pytest.raises(
+        UnsupportedVersionError, match=r"ProduceRequest: we speak v3-9, the broker v0-2"
+    ):
+        choose_version(ProduceRequest, (0, 2))
+    with pytest.raises(UnsupportedVersionError, match="does not support InitProducerIdRequest"):
+        choose_version(InitProducerIdRequest, None)
+
+
+def test_request_header_layout() -> None:
+    # size, api key 3, version 9 (flexible: header v2), correlation id, client id (int16 length,
+    # never compact), empty tagged fields; then the body
+    frame = _ours(MetadataRequest(None), 9)
+    assert frame[:4] == (len(frame) - 4).to_bytes(4, "big")
+    assert frame[4:20] == b"\x00\x03\x00\x09\x00\x00\x00\x4d\x00\x08client-x\x00"[:16]
+    assert frame[4:23] == b"\x00\x03\x00\x09\x00\x00\x00\x4d\x00\x08client-x\x00"
+    # null client id
+    parts = encode_request(MetadataRequest(None), 1, 5, None)
+    assert bytes(parts[0])[4:14] == b"\x00\x03\x00\x01\x00\x00\x00\x05\xff\xff"
+
+
+# --- Peer check: kafka-python 3's codecs, generated from the same Kafka JSON schemas -----------
+
+
+def _ours(req: Any, version: int) -> bytes:
+    return b"".join(bytes(p) for p in encode_request(req, version, 77, "client-x"))
+
+
+def _theirs(msg: Any, version: int) -> bytes:
+    msg.with_header(77, "client-x")
+    return bytes(msg.encode(version, header=True, framed=True))
+
+
+def _their_response(msg: Any, version: int) -> memoryview:
+    """A response as a broker sends it, size prefix removed (header v0/v1 as the peer chooses)."""
+    msg.API_VERSION = version  # before the header: the peer cannot re-version a response header
+    msg.with_header(correlation_id=4242)
+    return memoryview(bytes(msg.encode(header=True)))
+
+
+def _decode_ours(req: Any, version: int, frame: memoryview) -> Any:
+    cid, body = decode_response_header(req.API_KEY, is_flexible(type(req), version), frame)
+    assert cid == 4242
+    return decode_response(req, version, body)
+
+
+@pytest.mark.parametrize("version", range(0, 13))
+@pytest.mark.parametrize("topics", [["a", "topic-bb"], None, []])
+def test_metadata_request_bytes_match_peer(version: int, topics: Optional[List[str]]) -> None:
+    ours = MetadataRequest(topics, allow_auto_topic_creation=version % 2 == 0)
+    if version == 0 and topics == []:
+        with pytest.raises(UnsupportedVersionError):
+            _ours(ours, version)
+        return
+    peer_topics = (
+        None if topics is None else [K.MetadataRequest.MetadataRequestTopic(name=t) for t in topics]
+    )
+    if version == 0 and topics is None:
+        peer_topics = []  # v0: empty = all topics
+    peer = K.MetadataRequest(
+        topics=peer_topics,
+        allow_auto_topic_creation=version % 2 == 0,
+        include_cluster_authorized_operations=False,
+        include_topic_authorized_operations=False,
+    )
+    assert _ours(ours, version) == _theirs(peer, version)
+
+
+@pytest.mark.parametrize("version", range(0, 4))
+def test_api_versions_request_bytes_match_peer(version: int) -> None:
+    peer = K.ApiVersionsRequest(
+        client_software_name="cproducer", client_software_version=__version__
+    )
+    assert _ours(ApiVersionsRequest(), version) == _theirs(peer, version)
+
+
+@pytest.mark.parametrize("version", range(3, 10))
+@pytest.mark.parametrize("transactional_id", [None, "tx-1"])
+def test_produce_request_bytes_match_peer(version: int, transactional_id: Optional[str]) -> None:
+    b1, b2, b3 = b"\x01" * 70, memoryview(bytearray(b"\x02" * 5)), b"\x03" * 300
+    ours = ProduceRequest(1, 1500, {"t1": [(0, b1), (3, b2)], "t2": [(7, b3)]}, transactional_id)
+    tpd = K.ProduceRequest.TopicProduceData
+    ppd = tpd.PartitionProduceData
+    peer = K.ProduceRequest(
+        transactional_id=transactional_id,
+        acks=1,
+        timeout_ms=1500,
+        topic_data=[
+            tpd(
+                name="t1",
+                partition_data=[ppd(index=0, records=b1), ppd(index=3, records=bytes(b2))],
+            ),
+            tpd(name="t2", partition_data=[ppd(index=7, records=b3)]),
+        ],
+    )
+    assert _ours(ours, version) == _theirs(peer, version)
+
+
+@pytest.mark.parametrize("version", range(0, 5))
+@pytest.mark.parametrize("transactional_id", [None, "tx-1"])
+def test_init_producer_id_request_bytes_match_peer(
+    version: int, transactional_id: Optional[str]
+) -> None:
+    ours = InitProducerIdRequest(transactional_id, 45000, 12345678901, 7)
+    peer = K.InitProducerIdRequest(
+        transactional_id=transactional_id,
+        transaction_timeout_ms=45000,
+        producer_id=12345678901,
+        producer_epoch=7,
+    )
+    assert _ours(ours, version) == _theirs(peer, version)
+
+
+@pytest.mark.parametrize("version", range(2, 8))  # the peer speaks 2-7 (Kafka 4 dropped 0-1)
+def test_create_topics_request_bytes_match_peer(version: int) -> None:
+    ours = CreateTopicsRequest(
+        [
+            NewTopic("x", 3),
+            NewTopic("y", 1, 2, {"retention.ms": "1000", "cleanup.policy": "compact"}),
+        ],
+        timeout_ms=2500,
+        validate_only=True,
+    )
+    ct = K.CreateTopicsRequest.CreatableTopic
+    cfg = ct.CreatableTopicConfig
+    peer = K.CreateTopicsRequest(
+        topics=[
+            ct(name="x", num_partitions=3, replication_factor=1, assignments=[], configs=[]),
+            ct(
+                name="y",
+                num_partitions=1,
+                replication_factor=2,
+                assignments=[],
+                configs=[
+                    cfg(name="retention.ms", value="1000"),
+                    cfg(name="cleanup.policy", value="compact"),
+                ],
+            ),
+        ],
+        timeout_ms=2500,
+        validate_only=True,
+    )
+    assert _ours(ours, version) == _theirs(peer, version)
+
+
+def _peer_api_versions() -> Any:
+    av = K.ApiVersionsResponse.ApiVersion
+    return K.ApiVersionsResponse(
+        error_code=0,
+        api_keys=[
+            av(api_key=0, min_version=3, max_version=11),
+            av(api_key=18, min_version=0, max_version=4),
+        ],
+        throttle_time_ms=17,
+        # tagged fields in v3 that we do not read: skipped
+        supported_features=[
+            K.ApiVersionsResponse.SupportedFeatureKey(
+                name="metadata.version", min_version=1, max_version=20
+            )
+        ],
+        finalized_features_epoch=5,
+        zk_migration_ready=True,
+    )
+
+
+@pytest.mark.parametrize("version", range(0, 4))
+def test_api_versions_response_from_peer(version: int) -> None:
+    resp = _decode_ours(
+        ApiVersionsRequest(), version, _their_response(_peer_api_versions(), version)
+    )
+    assert resp.error_code == 0
+    assert resp.api_versions == {0: (3, 11), 18: (0, 4)}
+    assert resp.throttle_time_ms == (17 if version >= 1 else 0)
+
+
+@pytest.mark.parametrize("version", range(1, 4))
+def test_api_versions_unsupported_version_answer_in_v0_layout(version: int) -> None:
+    """A Kafka broker answers an ApiVersions version it does not know with error 35 in the v0
+    layout (and header v0); we read its ranges so the client can retry with its highest."""
+    av = K.ApiVersionsResponse.ApiVersion
+    peer = K.ApiVersionsResponse(
+        error_code=35, api_keys=[av(api_key=18, min_version=0, max_version=2)]
+    )
+    resp = _decode_ours(ApiVersionsRequest(), version, _their_response(peer, 0))
+    assert (resp.error_code, resp.api_versions) == (35, {18: (0, 2)})
+    # our own layout with error 35 is read as well
+    peer = K.ApiVersionsResponse(
+        error_code=35, api_keys=[av(api_key=18, min_version=0, max_version=2)], throttle_time_ms=3
+    )
+    resp = _decode_ours(ApiVersionsRequest(), version, _their_response(peer, version))
+    assert (resp.error_code, resp.api_versions, resp.throttle_time_ms) == (35, {18: (0, 2)}, 3)
+
+
+def _peer_metadata(version: int) -> Any:
+    r = K.MetadataResponse
+    part = r.MetadataResponseTopic.MetadataResponsePartition
+    return r(
+        throttle_time_ms=9,
+        brokers=[
+            r.MetadataResponseBroker(node_id=1, host="h1", port=9092, rack="r1"),
+            r.MetadataResponseBroker(node_id=2, host="h2", port=9093, rack=None),
+        ],
+        cluster_id="cl",
+        controller_id=2,
+        topics=[
+            r.MetadataResponseTopic(
+                error_code=0,
+                name="t",
+                topic_id=uuid.UUID(bytes=b"I" * 16),
+                is_internal=True,
+                partitions=[
+                    part(
+                        error_code=0,
+                        partition_index=0,
+                        leader_id=1,
+                        leader_epoch=4,
+                        replica_nodes=[1, 2],
+                        isr_nodes=[1],
+                        offline_replicas=[2],
+                    ),
+                    part(
+                        error_code=9,
+                        partition_index=1,
+                        leader_id=-1,
+                        leader_epoch=5,
+                        replica_nodes=[2],
+                        isr_nodes=[],
+                        offline_replicas=[],
+                    ),
+                ],
+                authorized_operations={3, 4},
+            ),
+            r.MetadataResponseTopic(error_code=3, name="gone", partitions=[]),
+        ],
+        authorized_operations={7},
+    )
+
+
+@pytest.mark.parametrize("version", range(0, 13))
+def test_metadata_response_from_peer(version: int) -> None:
+    resp = _decode_ours(
+        MetadataRequest(["t"]), version, _their_response(_peer_metadata(version), version)
+    )
+    assert resp.throttle_time_ms == (9 if version >= 3 else 0)
+    assert resp.brokers == [
+        Node(1, "h1", 9092, "r1" if version >= 1 else None),
+        Node(2, "h2", 9093, None),
+    ]
+    assert resp.cluster_id == ("cl" if version >= 2 else None)
+    assert resp.controller_id == (2 if version >= 1 else -1)
+    t, gone = resp.topics
+    assert (gone.error_code, gone.name, gone.partitions) == (3, "gone", [])
+    assert (t.error_code, t.name, t.is_internal) == (0, "t", version >= 1)
+    assert t.topic_id == (b"I" * 16 if version >= 10 else bytes(16))
+    p0, p1 = t.partitions
+    assert (p0.partition, p0.leader_id, p0.replica_ids, p0.isr_ids) == (0, 1, [1, 2], [1])
+    assert p0.leader_epoch == (4 if version >= 7 else -1)
+    assert p0.offline_replica_ids == ([2] if version >= 5 else [])
+    assert (p1.error_code, p1.partition, p1.leader_id, p1.isr_ids) == (9, 1, -1, [])
+
+
+def _peer_produce() -> Any:
+    r = K.ProduceResponse
+    ppr = r.TopicProduceResponse.PartitionProduceResponse
+    return r(
+        responses=[
+            r.TopicProduceResponse(
+                name="t1",
+                partition_responses=[
+                    ppr(
+                        index=0,
+                        error_code=0,
+                        base_offset=10**12,
+                        log_append_time_ms=-1,
+                        log_start_offset=5,
+                    ),
+                    ppr(
+                        index=3,
+                        error_code=87,
+                        base_offset=-1,
+                        log_append_time_ms=1700000000000,
+                        log_start_offset=-1,
+                        record_errors=[
+                            ppr.BatchIndexAndErrorMessage(
+                                batch_index=2, batch_index_error_message="bad"
+                            ),
+                            ppr.BatchIndexAndErrorMessage(
+                                batch_index=4, batch_index_error_message=None
+                            ),
+                        ],
+                        error_message="invalid record",
+                    ),
+                ],
+            ),
+            r.TopicProduceResponse(
+                name="t2", partition_responses=[ppr(index=1, error_code=0, base_offset=0)]
+            ),
+        ],
+        throttle_time_ms=250,
+    )
+
+
+@pytest.mark.parametrize("version", range(3, 10))
+def test_produce_response_from_peer(version: int) -> None:
+    peer = _peer_produce()
+    resp = _decode_ours(ProduceRequest(1, 1000, {}), version, _their_response(peer, version))
+    assert set(resp.responses) == {("t1", 0), ("t1", 3), ("t2", 1)}
+    ok, bad = resp.responses[("t1", 0)], resp.responses[("t1", 3)]
+    assert (ok.error_code, ok.base_offset, ok.log_append_time_ms) == (0, 10**12, -1)
+    assert ok.log_start_offset == (5 if version >= 5 else -1)
+    assert (bad.error_code, bad.base_offset, bad.log_append_time_ms) == (87, -1, 1700000000000)
+    if version >= 8:
+        assert bad.record_errors == [(2, "bad"), (4, None)]
+        assert bad.error_message == "invalid record"
+    else:
+        assert (bad.record_errors, bad.error_message) == ([], None)
+    assert resp.throttle_time_ms == 250
+
+
+@pytest.mark.parametrize("version", range(0, 5))
+def test_init_producer_id_response_from_peer(version: int) -> None:
+    peer = K.InitProducerIdResponse(
+        throttle_time_ms=1, error_code=0, producer_id=2**40 + 3, producer_epoch=32000
+    )
+    resp = _decode_ours(InitProducerIdRequest(), version, _their_response(peer, version))
+    assert resp == InitProducerIdResponse(1, 0, 2**40 + 3, 32000)
+
+
+def _peer_create_topics() -> Any:
+    r = K.CreateTopicsResponse.CreatableTopicResult
+    return K.CreateTopicsResponse(
+        throttle_time_ms=4,
+        topics=[
+            r(
+                name="x",
+                topic_id=uuid.UUID(bytes=b"T" * 16),
+                error_code=0,
+                error_message=None,
+                topic_config_error_code=29,  # a tagged field (v5+): skipped
+                num_partitions=6,
+                replication_factor=1,
+                configs=[
+                    r.CreatableTopicConfigs(
+                        name="retention.ms",
+                        value="1",
+                        read_only=False,
+                        config_source=5,
+                        is_sensitive=False,
+                    ),
+                    r.CreatableTopicConfigs(
+                        name="secret",
+                        value=None,
+                        read_only=True,
+                        config_source=1,
+                        is_sensitive=True,
+                    ),
+                ],
+            ),
+            r(name="y", error_code=36, error_message="exists", configs=None),
+        ],
+    )
+
+
+@pytest.mark.parametrize("version", range(2, 8))
+def test_create_topics_response_from_peer(version: int) -> None:
+    peer = _peer_create_topics()
+    resp = _decode_ours(CreateTopicsRequest([]), version, _their_response(peer, version))
+    assert resp.throttle_time_ms == 4
+    x, y = resp.topics
+    assert (x.name, x.error_code, x.error_message) == ("x", 0, None)
+    assert x.num_partitions == (6 if version >= 5 else -1)
+    assert (y.name, y.error_code, y.error_message) == ("y", 36, "exists")
+
+
+def _peer_frames() -> Iterator[Tuple[Any, int, memoryview]]:
+    for v in range(0, 4):
+        yield ApiVersionsRequest(), v, _their_response(_peer_api_versions(), v)
+    for v in range(0, 13):
+        yield MetadataRequest(["t"]), v, _their_response(_peer_metadata(v), v)
+    for v in range(3, 10):
+        yield ProduceRequest(1, 1000, {}), v, _their_response(_peer_produce(), v)
+    for v in range(0, 5):
+        peer = K.InitProducerIdResponse(throttle_time_ms=1, producer_id=5, producer_epoch=1)
+        yield InitProducerIdRequest(), v, _their_response(peer, v)
+    for v in range(2, 8):
+        yield CreateTopicsRequest([]), v, _their_response(_peer_create_topics(), v)
+
+
+def test_every_truncation_of_peer_responses_raises_corrupt_response() -> None:
+    for req, version, frame in _peer_frames():
+        _decode_ours(req, version, frame)
+        for cut in range(len(frame)):
+            with pytest.raises(CorruptResponseError):
+                _decode_ours(req, version, frame[:cut])
+                pytest.fail(f"{type(req).__name__} v{version} cut at {cut} of {len(frame)} decoded")
+
+
+def test_corrupted_peer_responses_raise_only_corrupt_response() -> None:
+    rng = random.Random(7)
+    for req, version, frame in _peer_frames():
+        for _ in range(300):
+            bad = bytearray(frame)
+            for _ in range(rng.randint(1, 3)):
+                bad[rng.randrange(4, len(bad))] = rng.randrange(256)  # keep the correlation id
+            try:  # the request's own decoder, not only the wrapper that converts stray errors
+                flexible = is_flexible(type(req), version)
+                _cid, body = decode_response_header(req.API_KEY, flexible, memoryview(bytes(bad)))
+                req.decode_response(version, body)
+            except CorruptResponseError as exc:
+                assert str(exc)  # a message, not a bare exception

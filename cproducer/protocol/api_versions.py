@@ -1,11 +1,19 @@
-"""ApiVersions (key 18), versions 0-3 (ApiVersionsRequest.json / ApiVersionsResponse.json)."""
+"""ApiVersions (key 18), versions 0-3 (ApiVersionsRequest.json / ApiVersionsResponse.json).
+
+Its response header is always v0 (no tagged fields), even for the flexible v3, so that a client
+can read the answer of a broker that does not know the version it asked for.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Tuple
 
+from cproducer import __version__
+from cproducer.errors import CorruptResponseError
 from cproducer.protocol.primitives import Reader, Writer
+
+UNSUPPORTED_VERSION = 35
 
 
 @dataclass
@@ -22,7 +30,7 @@ class ApiVersionsRequest:
     MAX_VERSION = 3
     FIRST_FLEXIBLE_VERSION = 3
     client_software_name: str = "cproducer"
-    client_software_version: str = "0.1.0"
+    client_software_version: str = __version__
 
     def expect_response(self) -> bool:
         return True
@@ -38,20 +46,31 @@ class ApiVersionsRequest:
     @staticmethod
     def decode_response(version: int, data: memoryview) -> ApiVersionsResponse:
         r = Reader(data)
-        flexible = version >= 3
-        error_code = r.int16()
-        # A broker that does not support our version answers in the v0 layout (UNSUPPORTED_VERSION)
-        if error_code == 35 and flexible:
-            flexible = False
-        versions: Dict[int, Tuple[int, int]] = {}
-        for _ in range(r.array_length(flexible)):
-            key, lo, hi = r.int16(), r.int16(), r.int16()
-            if flexible:
-                r.tagged_fields()
-            versions[key] = (lo, hi)
-        throttle = 0
-        if version >= 1 and r.remaining() >= 4:
-            throttle = r.int32()
+        if version > 0 and r.int16() == UNSUPPORTED_VERSION:
+            # A broker that does not speak our version answers UNSUPPORTED_VERSION in the v0
+            # layout (Kafka's do); accept our own layout too, if it fits exactly.
+            try:
+                resp, rest = _decode(version, data)
+                if rest == 0:
+                    return resp
+            except CorruptResponseError:
+                pass
+            version = 0
+        return _decode(version, data)[0]
+
+
+def _decode(version: int, data: memoryview) -> Tuple[ApiVersionsResponse, int]:
+    """The response and how many bytes were left over."""
+    r = Reader(data)
+    flexible = version >= 3
+    error_code = r.int16()
+    versions: Dict[int, Tuple[int, int]] = {}
+    for _ in range(r.array_length(flexible)):
+        key, lo, hi = r.int16(), r.int16(), r.int16()
         if flexible:
             r.tagged_fields()
-        return ApiVersionsResponse(error_code, versions, throttle)
+        versions[key] = (lo, hi)
+    throttle = r.int32() if version >= 1 else 0
+    if flexible:
+        r.tagged_fields()
+    return ApiVersionsResponse(error_code, versions, throttle), r.remaining()

@@ -1,4 +1,9 @@
-"""Metadata (key 3), versions 1-12 (MetadataRequest.json / MetadataResponse.json)."""
+"""Metadata (key 3), versions 0-12 (MetadataRequest.json / MetadataResponse.json).
+
+``topics=None`` asks for every topic: a null array from v1 on, an empty array in v0 (where an
+empty list cannot mean "no topics", so ``topics=[]`` is refused for v0). Before v4 the request has
+no ``allow_auto_topic_creation`` field: the broker decides by its own configuration.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, List, Optional
 
 from cproducer.cluster import Node
+from cproducer.errors import UnsupportedVersionError
 from cproducer.protocol.primitives import Reader, Writer
 
 
@@ -41,7 +47,7 @@ class MetadataResponse:
 @dataclass
 class MetadataRequest:
     API_KEY = 3
-    MIN_VERSION = 1
+    MIN_VERSION = 0
     MAX_VERSION = 12
     FIRST_FLEXIBLE_VERSION = 9
     topics: Optional[List[str]] = None  # None = all topics
@@ -54,7 +60,9 @@ class MetadataRequest:
         flex = version >= 9
         w = Writer()
         if self.topics is None:
-            w.array_length(None, flex)
+            w.array_length(None if version >= 1 else 0, flex)
+        elif not self.topics and version == 0:
+            raise UnsupportedVersionError("Metadata v0 cannot ask for no topics (empty = all)")
         else:
             w.array_length(len(self.topics), flex)
             for name in self.topics:
@@ -81,14 +89,14 @@ class MetadataRequest:
 
         def broker(r: Reader) -> Node:
             node_id, host, port = r.int32(), r.string(flex), r.int32()
-            rack = r.string(flex)
+            rack = r.string(flex) if version >= 1 else None
             if flex:
                 r.tagged_fields()
             return Node(node_id, host or "", port, rack)
 
         brokers = r.array(broker, flex) or []
         cluster_id = r.string(flex) if version >= 2 else None
-        controller_id = r.int32()
+        controller_id = r.int32() if version >= 1 else -1
 
         def int_array(r: Reader) -> List[int]:
             return r.array(lambda r: r.int32(), flex) or []
@@ -105,7 +113,7 @@ class MetadataRequest:
         def topic(r: Reader) -> TopicMetadata:
             err, name = r.int16(), r.string(flex)
             topic_id = r.uuid() if version >= 10 else bytes(16)
-            internal = r.boolean()
+            internal = r.boolean() if version >= 1 else False
             parts = r.array(partition, flex) or []
             if version >= 8:
                 r.int32()  # topic_authorized_operations
