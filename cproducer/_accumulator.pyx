@@ -1101,7 +1101,7 @@ cdef class RecordAccumulator:
                 self.incomplete.discard(batch)
             raise IllegalStateError("a new batch refused its first record")
         return _result(fut, len(dq.batches) > 1 or builder.is_full_c(), True, False,
-                       builder._estimated(builder._pos - RECORDS_OFFSET) + RECORDS_OFFSET)
+                       builder._estimated(builder._pos - RECORDS_OFFSET))
 
     cdef ProducerBatch _new_batch(self, PartitionDeque dq, buffer, long long now):
         cdef ProducerBatch batch

@@ -3,15 +3,24 @@
 from __future__ import annotations
 
 import itertools
+import random
 import threading
 import time
+from typing import Any, Dict, List
 
+import pytest
 from kafka.record.default_records import DefaultRecordBatch
 
-from cproducer._accumulator import RecordAccumulator
+from cproducer._accumulator import ProducerBatch, RecordAccumulator
 from cproducer._buffer_pool import BufferPool
+from cproducer._records import RecordBatchBuilder
 from cproducer.cluster import Cluster, Node, PartitionInfo, TopicPartition
-from cproducer.errors import KafkaError
+from cproducer.errors import (
+    BufferExhaustedError,
+    IllegalStateError,
+    KafkaError,
+    ProducerClosedError,
+)
 
 N1, N2 = Node(1, "a", 1), Node(2, "b", 1)
 TP0 = TopicPartition("t", 0)
@@ -66,7 +75,13 @@ def test_memory_exhaustion_blocks_appender_and_makes_partition_ready() -> None:
     append(a, c, 0)
     append(a, c, 1)  # both pooled buffers in use
     done = threading.Event()
-    th = threading.Thread(target=lambda: (append(a, c, 2, block_ms=5000), done.set()))
+    results: List[Any] = []
+
+    def blocked() -> None:
+        results.append(append(a, c, 2, block_ms=5000))
+        done.set()
+
+    th = threading.Thread(target=blocked)
     th.start()
     deadline = time.monotonic() + 5
     while a.pool.queued == 0:
@@ -74,25 +89,91 @@ def test_memory_exhaustion_blocks_appender_and_makes_partition_ready() -> None:
         time.sleep(0.001)
     assert a.ready(c, 0).ready_nodes == {1, 2}  # exhausted: everything is sendable
     batches = a.drain(c, {1}, 1 << 20, 0)[1]
+    time.sleep(0.02)
+    assert not done.is_set()  # drained is not freed: still waiting for memory
     batches[0].complete(0, -1)
     a.deallocate(batches[0])
     assert done.wait(5)
     th.join()
+    assert results[0].new_batch_created and a.queue_size(TopicPartition("t", 2)) == 1
+    assert a.ready(c, 0).ready_nodes == set()  # nobody waits for memory any more
 
 
-def test_exact_sticky_switching_through_append() -> None:
+def test_memory_exhaustion_times_out_and_leaves_nothing_behind() -> None:
+    a, c = acc(batch_size=1024, linger=10_000, memory=1024), cluster()
+    append(a, c, 0)
+    with pytest.raises(BufferExhaustedError):
+        append(a, c, 1, block_ms=20)
+    assert a.queue_size(TopicPartition("t", 1)) == 0 and a.appends_in_progress == 0
+    assert a.pool.queued == 0
+
+
+def sticky_parts(a, c, value_size, n):
+    out = []
+    for _ in range(n):
+        r = a.append("t", -1, 1000, None, b"x" * value_size, None, None, 1000.0, False, 0, c)
+        out.append(r.future.topic_partition.partition)
+    return out
+
+
+def test_exact_sticky_switching_when_batches_fill_exactly() -> None:
+    # 312-byte values make 321-byte records: 61 + 3 x 321 = 1024, the batch is full after the
+    # third record and 1024 bytes were produced, so the partition switches right there
     rnd = itertools.cycle([1, 2, 3]).__next__
-    a, c = acc(batch_size=1024, linger=10_000, random=rnd), cluster()
-    parts = []
-    for _ in range(12):
-        r = a.append("t", -1, 1000, None, b"x" * 200, None, None, 1000.0, False, 0, c)
-        parts.append(r.future.topic_partition.partition)
-    # ~205 bytes per record: the first batch fills after 4 records (enable_switch once full:
-    # produced >= 1024 at the 5th record, which opened a new batch, so switch at 2 x 1024)
-    assert parts[0] == 1
-    switch = parts.index(2)
-    assert 4 <= switch <= 10
-    assert set(parts[:switch]) == {1}
+    a, c = acc(batch_size=1024, linger=10_000, random=rnd), cluster(4)
+    assert sticky_parts(a, c, 312, 10) == [1, 1, 1, 2, 2, 2, 3, 3, 3, 1]
+    assert [a.queue_size(TopicPartition("t", p)) for p in range(4)] == [0, 2, 1, 1]
+
+
+def test_exact_sticky_switching_waits_for_a_full_batch_or_twice_the_size() -> None:
+    # 209-byte records: 4 fit in a 1024-byte batch (897 bytes, not full). The 5th opens a new
+    # batch (produced 1167 >= 1024, but its last batch is not full: no switch); the switch comes
+    # at 2 x 1024 produced, with the 9th record (Java's enable_switch rule)
+    rnd = itertools.cycle([1, 2, 3]).__next__
+    a, c = acc(batch_size=1024, linger=10_000, random=rnd), cluster(4)
+    assert sticky_parts(a, c, 200, 20) == [1] * 9 + [2] * 9 + [3] * 2
+
+
+def test_append_result_fields() -> None:
+    a, c = acc(batch_size=1024, linger=10_000), cluster()
+    r1 = append(a, c, 0, value=b"x" * 312)
+    assert (r1.new_batch_created, r1.batch_is_full, r1.abort_for_new_batch) == (True, False, False)
+    assert r1.appended_bytes == 61 + 321
+    r2 = append(a, c, 0, value=b"x" * 312)
+    assert (r2.new_batch_created, r2.batch_is_full, r2.appended_bytes) == (False, False, 321)
+    r3 = append(a, c, 0, value=b"x" * 312)
+    assert r3.batch_is_full and not r3.new_batch_created  # exactly 1024 bytes
+    r4 = append(a, c, 0, value=b"y")
+    assert r4.new_batch_created and r4.batch_is_full  # two batches queued
+    assert a.queue_size(TP0) == 2 and a.partitions_with_batches() == [TP0]
+
+
+def test_abort_on_new_batch_takes_no_memory() -> None:
+    a, c = acc(batch_size=1024, memory=4096), cluster()
+    r = a.append("t", 0, 1000, None, b"v", None, None, 1000.0, True, 0, c)
+    assert r.abort_for_new_batch and r.future is None and not r.new_batch_created
+    assert a.pool.available_memory == 4096 and a.queue_size(TP0) == 0
+    append(a, c, 0)
+    r = a.append("t", 0, 1000, None, b"v", None, None, 1000.0, True, 0, c)
+    assert not r.abort_for_new_batch and r.future is not None  # an open batch takes it
+
+
+def test_bad_arguments() -> None:
+    a, c = acc(), cluster()
+    with pytest.raises(ValueError, match="partition"):
+        a.append("t", -2, 1000, None, b"v", None, None, 1000.0, False, 0, c)
+    with pytest.raises(TypeError, match="key"):
+        a.append("t", 0, 1000, 5, b"v", None, None, 1000.0, False, 0, c)
+    assert append(a, c, 0).future is not None  # still usable
+    pool = BufferPool(1 << 20, 1024)
+    with pytest.raises(ValueError, match="batch_size"):
+        RecordAccumulator(0, 0, 0, 100, 1000, 1000, pool)
+    with pytest.raises(ValueError, match="compression_type"):
+        RecordAccumulator(1024, 9, 0, 100, 1000, 1000, pool)
+    with pytest.raises(ValueError, match="linger_ms"):
+        RecordAccumulator(1024, 0, -1, 100, 1000, 1000, pool)
+    with pytest.raises(TypeError, match="buffer_pool"):
+        RecordAccumulator(1024, 0, 0, 100, 1000, 1000, None)
 
 
 def test_adaptive_queue_sizes_feed_the_partitioner() -> None:
@@ -205,7 +286,9 @@ def test_split_of_an_oversized_batch_keeps_records_order_and_callbacks() -> None
     futures = []
     for i in range(30):
         cb = lambda md, exc, i=i: calls.append((i, md, exc))  # noqa: E731
-        futures.append(big.try_append(1000 + i, None, b"%03d" % i * 40, None, cb, 0))
+        fut = big.try_append(1000 + i, None, b"%03d" % i * 40, None, cb, 0)
+        assert fut is not None
+        futures.append(fut)
     big.close()  # as if drained and sent: the broker answered MESSAGE_TOO_LARGE
     count = a.split_and_reenqueue(big)
     assert count >= 3
@@ -296,3 +379,315 @@ def test_eight_threads_nothing_lost_or_duplicated_order_kept() -> None:
             seen.add((md.partition, md.offset))
             assert md.partition == t % 4 and md.offset > last
             last = md.offset
+
+
+def test_eight_threads_sticky_partitions_keep_per_thread_order() -> None:
+    a = acc(batch_size=1024, linger=0, memory=1 << 24)
+    c = cluster(4)
+    per = 1500
+    futures: dict = {}
+
+    def work(t: int) -> None:
+        for i in range(per):
+            r = a.append("t", -1, 1000, None, b"%d:%d" % (t, i), None, None, 5000.0, False, 0, c)
+            futures[(t, i)] = r.future
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    offsets = {p: 0 for p in range(4)}
+    values = {}
+    while a.has_undrained():
+        for batches in a.drain(c, {1, 2}, 1 << 20, 0).values():
+            for b in batches:
+                p = b.topic_partition.partition
+                for rel, (_ts, _k, v, _h) in enumerate(b.records()):
+                    values[(p, offsets[p] + rel)] = v
+                b.complete(offsets[p], -1)
+                offsets[p] += b.record_count
+    assert sum(offsets.values()) == 8 * per and len(values) == 8 * per
+    used = set()
+    for t in range(8):
+        last: Dict[int, int] = {}
+        for i in range(per):
+            md = futures[(t, i)].get(0)
+            assert values[(md.partition, md.offset)] == b"%d:%d" % (t, i)  # its own bytes
+            assert md.offset > last.get(md.partition, -1)
+            last[md.partition] = md.offset
+            used.add(md.partition)
+    assert len(used) > 1  # the sticky partition did move
+
+
+def test_close_refuses_appends_and_makes_everything_sendable() -> None:
+    a, c = acc(linger=10_000), cluster()
+    append(a, c, 0)
+    assert a.ready(c, 0).ready_nodes == set()
+    a.close()
+    assert a.ready(c, 0).ready_nodes == {1}
+    with pytest.raises(ProducerClosedError):
+        append(a, c, 0)
+    with pytest.raises(ProducerClosedError):
+        append(a, c, 3)  # a new batch is refused too; its memory goes back
+    assert a.pool.available_memory == (1 << 20) - 1024
+
+
+def test_deallocate_returns_pooled_memory_once_split_batches_never() -> None:
+    a, c = acc(batch_size=1024, linger=0, memory=8192), cluster(2, leaders={0: N1, 1: N1})
+    append(a, c, 0)
+    append(a, c, 1)
+    assert a.pool.available_memory == 8192 - 2048 and a.has_incomplete()
+    batches = a.drain(c, {1}, 1 << 20, 0)[1]
+    for b in batches:
+        b.complete(0, -1)
+        a.deallocate(b)
+        a.deallocate(b)  # twice: ignored
+    assert a.pool.available_memory == 8192 and not a.has_incomplete()
+    big = ProducerBatch(TP0, RecordBatchBuilder(bytearray(8192), 0, 8192), 0)
+    for _ in range(20):
+        big.try_append(1000, None, b"s" * 100, None, None, 0)
+    big.close()
+    n = a.split_and_reenqueue(big)
+    assert n == 3 and a.pool.available_memory == 8192
+    while a.has_undrained():  # one batch per partition per drain, as Java
+        for b in a.drain(c, {1}, 1 << 20, 0)[1]:
+            b.complete(0, -1)
+            a.deallocate(b)
+    assert a.pool.available_memory == 8192 and not a.has_incomplete()
+
+
+def ratio(batch: Any) -> float:
+    return float(batch.builder.compression_ratio)
+
+
+def test_compression_ratio_estimate_follows_drained_batches_and_resets_on_split() -> None:
+    a = RecordAccumulator(4096, 1, 0, 100, 1000, 120_000, BufferPool(1 << 20, 4096))
+    c = cluster(1, leaders={0: N1})
+    ti = a.topic_info("t")
+    assert ti.compression_ratio == 1.0
+    for _ in range(20):
+        append(a, c, 0, value=b"a" * 150)  # very compressible
+    [b] = a.drain(c, {1}, 1 << 20, 0)[1]
+    assert ratio(b) < 0.2
+    assert ti.compression_ratio == pytest.approx(1.0 - 0.005)  # better ratios: slowly
+    ti.compression_ratio = 0.1
+    rnd = random.Random(5)
+    for _ in range(20):
+        append(a, c, 0, value=rnd.randbytes(150))  # incompressible
+    [b2] = a.drain(c, {1}, 1 << 20, 0)[1]
+    assert ti.compression_ratio == pytest.approx(max(0.15, ratio(b2)))
+    a.split_and_reenqueue(b2)
+    assert ti.compression_ratio == max(1.0, ratio(b2))
+
+
+def test_retry_backoff_is_exponential_with_jitter_and_capped() -> None:
+    a = RecordAccumulator(1024, 0, 0, 100, 1000, 120_000, BufferPool(1 << 20, 1024))
+    for attempts, base in ((0, 100), (1, 200), (2, 400), (3, 800)):
+        values = [a.retry_backoff(attempts) for _ in range(200)]
+        assert all(int(base * 0.8) <= v <= min(1000, int(base * 1.2)) for v in values)
+        assert len(set(values)) > 1  # jittered
+    assert all(800 <= a.retry_backoff(n) <= 1000 for n in (4, 10, 60, 1000))
+    flat = RecordAccumulator(1024, 0, 0, 100, 100, 120_000, BufferPool(1 << 20, 1024))
+    assert {flat.retry_backoff(n) for n in range(5)} == {100}
+
+
+def test_drain_skips_batches_in_backoff() -> None:
+    a, c = acc(linger=0), cluster(2, leaders={0: N1, 1: N1})
+    append(a, c, 0)
+    [b] = a.drain(c, {1}, 1 << 20, 0)[1]
+    a.reenqueue(b, 1000)
+    append(a, c, 1)
+    assert [x.topic_partition.partition for x in a.drain(c, {1}, 1 << 20, 1001)[1]] == [1]
+    assert a.drain(c, {1}, 1 << 20, 1001)[1] == []
+    again = a.drain(c, {1}, 1 << 20, 1000 + b.backoff_ms)[1]
+    assert again == [b] and b.attempts == 1 and b.in_retry()
+
+
+def test_muted_partitions_are_skipped_by_ready_and_drain() -> None:
+    a, c = acc(linger=0), cluster(2, leaders={0: N1, 1: N1})
+    append(a, c, 0)
+    a.mute_partition(TP0)
+    assert a.ready(c, 0).ready_nodes == set()
+    assert a.drain(c, {1}, 1 << 20, 0)[1] == []
+    a.unmute_partition(TP0)
+    assert a.ready(c, 0).ready_nodes == {1}
+    assert len(a.drain(c, {1}, 1 << 20, 0)[1]) == 1
+
+
+def test_ready_reports_unknown_leaders_and_the_next_check_delay() -> None:
+    a, c = acc(linger=100), cluster(2)
+    append(a, c, 0, now=0)
+    append(a, c, 1, now=30)
+    append(a, c, 7, now=0)  # not in the cluster view: no leader
+    r = a.ready(c, 50)
+    assert r.ready_nodes == set() and r.unknown_leader_topics == {"t"}
+    assert r.next_ready_check_delay_ms == 50  # partition 0 lingers until 100
+    r = a.ready(c, 100)
+    assert r.ready_nodes == {1} and r.next_ready_check_delay_ms == 30
+
+
+def test_node_latency_stats_only_with_an_availability_timeout() -> None:
+    a = acc()
+    a.update_node_latency_stats(1, 10, True)
+    assert a.node_stats == {}
+    b = acc(partitioner_availability_timeout_ms=10)
+    b.update_node_latency_stats(1, 10, True)
+    b.update_node_latency_stats(1, 30, False)
+    assert b.node_stats == {1: [30, 10]}  # [ready time, drain time]
+
+
+class ScriptedTM(FakeTM):
+    def __init__(self):
+        super().__init__()
+        self.allowed = True
+        self.pid = True
+
+    def is_send_to_partition_allowed(self, tp):
+        return self.allowed
+
+    def has_producer_id(self):
+        return self.pid
+
+    def next_batch_by_sequence(self, tp):
+        batches = [b for b in self.in_flight if b.topic_partition == tp and not b.is_done]
+        return min(batches, key=lambda b: b.base_sequence) if batches else None
+
+
+def test_transaction_manager_can_stop_the_drain() -> None:
+    tm = ScriptedTM()
+    a, c = acc(linger=0, transaction_manager=tm), cluster(1, leaders={0: N1})
+    append(a, c, 0)
+    tm.allowed = False
+    assert a.drain(c, {1}, 1 << 20, 0)[1] == []
+    tm.allowed, tm.pid = True, False
+    assert a.drain(c, {1}, 1 << 20, 0)[1] == []
+    tm.pid = True
+    [b] = a.drain(c, {1}, 1 << 20, 0)[1]
+    assert b.base_sequence == 0 and tm.in_flight == [b]
+
+
+def test_reenqueue_in_sequence_order_and_retry_waits_for_its_turn() -> None:
+    tm = ScriptedTM()
+    a, c = acc(batch_size=1024, linger=0, transaction_manager=tm), cluster(1, leaders={0: N1})
+    drained = []
+    for _ in range(3):
+        append(a, c, 0, value=b"x" * 900)  # one record per batch
+        drained += a.drain(c, {1}, 1 << 20, 0)[1]
+    assert [b.base_sequence for b in drained] == [0, 1, 2]
+    append(a, c, 0, value=b"new")  # never drained: no sequence
+    # the batches come back out of order; they queue by sequence, before the new one
+    for b in (drained[2], drained[0], drained[1]):
+        a.reenqueue(b, 0)
+    queued = a.batches_of(TP0)
+    assert [b.base_sequence for b in queued] == [0, 1, 2, -1]
+    # only the head of the in-flight sequence may go first
+    tm.in_flight = [drained[1], drained[2]]  # as if sequence 0 completed meanwhile
+    assert a.drain(c, {1}, 1 << 20, 10_000)[1] == []  # seq 0 is queued but 1 is next
+    tm.in_flight = list(drained)
+    again = a.drain(c, {1}, 1 << 20, 10_000)[1]
+    assert [b.base_sequence for b in again] == [0]
+
+
+def test_reenqueue_without_sequence_under_idempotence_is_refused() -> None:
+    tm = ScriptedTM()
+    a = acc(linger=0, transaction_manager=tm)
+    b = ProducerBatch(TP0, RecordBatchBuilder(bytearray(1024), 0, 1024), 0)
+    b.try_append(1, None, b"v", None, None, 0)
+    with pytest.raises(IllegalStateError, match="sequence"):
+        a.reenqueue(b, 0)
+
+
+def test_split_with_sequences_goes_back_in_order_and_in_flight() -> None:
+    tm = ScriptedTM()
+    a, c = acc(batch_size=1024, linger=0, transaction_manager=tm), cluster(1, leaders={0: N1})
+    big = ProducerBatch(TP0, RecordBatchBuilder(bytearray(8192), 0, 8192), 0)
+    for _ in range(20):
+        big.try_append(1000, None, b"s" * 100, None, None, 0)
+    big.set_producer_state(77, 3, 40, False)
+    big.close()
+    append(a, c, 0)  # a newer batch without a sequence stays behind the split ones
+    assert a.split_and_reenqueue(big) == 3
+    queued = a.batches_of(TP0)
+    assert [b.base_sequence for b in queued] == [40, 48, 56, -1]
+    assert all(b in tm.in_flight for b in queued[:3])
+
+
+def test_abort_undrained_batches_leaves_sent_ones() -> None:
+    a, c = acc(linger=0), cluster(2, leaders={0: N1, 1: N1})
+    calls = []
+    append(a, c, 0, cb=lambda md, exc: calls.append((0, exc)))
+    [sent] = a.drain(c, {1}, 1 << 20, 0)[1]
+    append(a, c, 1, cb=lambda md, exc: calls.append((1, exc)))
+    exc = KafkaError("fatal")
+    a.abort_undrained_batches(exc)
+    assert calls == [(1, exc)] and not a.has_undrained()
+    assert a.incomplete_batches() == [sent]
+    assert sent.complete(5, -1) and calls[-1] == (0, None)
+    with pytest.raises(TypeError, match="exc"):
+        a.abort_undrained_batches("nope")
+
+
+def test_abort_undrained_with_idempotence_uses_the_sequence() -> None:
+    tm = ScriptedTM()
+    a, c = acc(linger=0, transaction_manager=tm), cluster(1, leaders={0: N1})
+    append(a, c, 0)
+    [sent] = a.drain(c, {1}, 1 << 20, 0)[1]
+    a.reenqueue(sent, 0)  # back in the deque, but it has a sequence: it was sent once
+    append(a, c, 0, value=b"x" * 2000)  # a new batch behind it, no sequence
+    a.abort_undrained_batches(KafkaError("fatal"))
+    assert a.batches_of(TP0) == [sent] and not sent.is_done
+
+
+def test_flush_waits_for_the_batches_a_split_made() -> None:
+    # gzip with an optimistic ratio estimate: one batch takes far more than batch.size of
+    # records, the broker refuses it, the Sender splits it (Java's scenario)
+    a = RecordAccumulator(1024, 1, 10_000, 100, 1000, 120_000, BufferPool(1 << 20, 1024))
+    c = cluster(1, leaders={0: N1})
+    a.topic_info("t").compression_ratio = 0.1
+    rnd = random.Random(7)
+    futures = [append(a, c, 0, value=rnd.randbytes(100)).future for _ in range(60)]
+    [big] = a.drain(c, {1}, 1 << 20, 0)[1]
+    assert big.record_count == 60
+    a.begin_flush()
+    done = threading.Event()
+
+    def flusher() -> None:
+        a.await_flush_completion(5)
+        done.set()
+
+    th = threading.Thread(target=flusher)
+    th.start()
+    assert a.split_and_reenqueue(big) >= 6
+    a.deallocate(big)
+    time.sleep(0.05)
+    assert not done.is_set()  # the split batches are not complete yet
+    offset = 0
+    while a.has_undrained():
+        for b in a.drain(c, {1}, 1 << 20, 0)[1]:
+            b.complete(offset, -1)
+            offset += b.record_count
+            a.deallocate(b)
+    th.join(5)
+    assert done.is_set() and not a.flush_in_progress()
+    assert [f.get(0).offset for f in futures] == list(range(60))
+
+
+def test_await_flush_completion_times_out() -> None:
+    a, c = acc(linger=10_000), cluster()
+    append(a, c, 0)
+    a.begin_flush()
+    assert a.await_flush_completion(0.02) is False
+    assert not a.flush_in_progress()
+
+
+def test_expired_batches_leave_in_order_and_take_no_more_records() -> None:
+    a = RecordAccumulator(1024, 0, 10_000, 100, 1000, 500, BufferPool(1 << 20, 1024))
+    c = cluster()
+    append(a, c, 0, now=0, value=b"x" * 900)
+    append(a, c, 0, now=100, value=b"x" * 900)
+    append(a, c, 2, now=300)
+    expired = a.expired_batches(600)
+    assert [(b.topic_partition.partition, b.created_ms) for b in expired] == [(0, 0), (0, 100)]
+    assert all(b.try_append(1, None, b"", None, None, 0) is None for b in expired)
+    assert a.queue_size(TP0) == 0 and a.queue_size(TopicPartition("t", 2)) == 1
