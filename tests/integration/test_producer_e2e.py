@@ -101,8 +101,10 @@ def test_unkeyed_records_spread_in_sticky_runs(broker: LocalBroker) -> None:
     # sticky: the partition changes far less often than once per record (runs of ~batch.size)
     switches = sum(1 for a, b in zip(parts, parts[1:]) if a != b)
     assert switches < n / 20, switches
-    # ~500 runs over 4 partitions: each share is 25% +- a few points (5 sd bound)
-    assert all(0.15 < c / n < 0.35 for c in counts.values()), counts
+    # With linger 0 the open batch is rarely full when batch.size bytes were produced, so (as in
+    # Java) most switches are the forced ones at 2 x batch.size: ~200 runs of ~100 records.
+    # Each share is then 25% with sd ~3 points: a 5 sd bound.
+    assert all(0.10 < c / n < 0.40 for c in counts.values()), counts
 
 
 def test_explicit_partition_timestamp_and_nulls(broker: LocalBroker) -> None:

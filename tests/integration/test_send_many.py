@@ -91,7 +91,7 @@ def test_unkeyed_records_are_sticky_and_spread(broker: LocalBroker) -> None:
     switches = int((parts[1:] != parts[:-1]).sum())
     assert switches < 20000 / 20
     counts = np.bincount(parts, minlength=4)
-    assert all(0.15 < c / 20000 < 0.35 for c in counts), counts
+    assert all(0.10 < c / 20000 < 0.40 for c in counts), counts  # ~200 runs: a 5 sd bound
 
 
 def test_headers_timestamps_and_partition_array(broker: LocalBroker) -> None:
