@@ -25,4 +25,5 @@ def append_columns(
     now: int,
     cluster: Any,
     sizes: np.ndarray,
+    wake: Any = ...,
 ) -> Tuple[int, bool, Optional[BaseException]]: ...

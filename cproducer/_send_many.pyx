@@ -142,7 +142,8 @@ def size_upper_bounds(key_lengths, value_lengths, headers_sizes):
 
 def append_columns(RecordAccumulator acc, str topic, Column values, Column keys,
                    partitions, order, timestamps, long long timestamp, list headers,
-                   batch_future, double max_block_ms, long long now, cluster, sizes):
+                   batch_future, double max_block_ms, long long now, cluster, sizes,
+                   wake=None):
     """Append every record (in ``order``) to the accumulator. Returns (appended, wakeup, error):
     records order[appended:] were not accepted (error says why; None when all were)."""
     cdef TopicInfo ti = acc._topic_info(topic)
@@ -181,6 +182,7 @@ def append_columns(RecordAccumulator acc, str topic, Column values, Column keys,
                 # close the running segment, move to this partition's deque
                 if batch is not None and pos > seg_start:
                     batch.add_segment((batch_future, order, seg_start, pos, seg_rel))
+                    batch.last_append_time = now
                 if locked:
                     dq.lock.release_c()
                     locked = False
@@ -212,8 +214,12 @@ def append_columns(RecordAccumulator acc, str topic, Column values, Column keys,
                 # a new batch: never wait for memory while holding the deque lock
                 if batch is not None and pos > seg_start:
                     batch.add_segment((batch_future, order, seg_start, pos, seg_rel))
+                    batch.last_append_time = now
                 dq.lock.release_c()
                 locked = False
+                if wake is not None and (acc.pool.queued > 0
+                                         or acc.pool.available_memory < sz[j]):
+                    wake()  # the Sender must drain and free memory while we wait for it
                 buffer = acc.pool.allocate(max(acc.batch_size, sz[j]), max_block_ms)
                 dq.lock.acquire_c()
                 locked = True
@@ -226,9 +232,6 @@ def append_columns(RecordAccumulator acc, str topic, Column values, Column keys,
                                                klen if has_key else -1,
                                                vp if has_value else NULL,
                                                vlen if has_value else -1, hdr)
-            batch.last_append_time = now
-            if len(dq.batches) > 1 or batch.builder.is_full_c():
-                wakeup = True
             pos += 1
             if info is not None:
                 # the sticky partition may switch: the next record then starts a new segment
@@ -238,6 +241,9 @@ def append_columns(RecordAccumulator acc, str topic, Column values, Column keys,
                     cur_p = -2
         if batch is not None and pos > seg_start:
             batch.add_segment((batch_future, order, seg_start, pos, seg_rel))
+            batch.last_append_time = now
+            if len(dq.batches) > 1 or batch.builder.is_full_c():
+                wakeup = True
         return pos, wakeup, None
     except BaseException as exc:
         if batch is not None and pos > seg_start:

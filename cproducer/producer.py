@@ -422,6 +422,7 @@ class KafkaProducer:
             now,
             cluster,
             sizes,
+            self._sender.wakeup,
         )
         if wakeup or appended:
             self._sender.wakeup()
