@@ -115,6 +115,9 @@ class _Connection:
     # frames waiting to be written: (parts, request); the head may be partly written
     send_queue: Deque[Tuple[List[memoryview], ClientRequest]] = field(default_factory=deque)
     in_flight: Deque[ClientRequest] = field(default_factory=deque)
+    # correlation ids of requests sent without expecting an answer (Produce acks=0): some brokers
+    # (Tansu) answer anyway; such an answer is dropped, not taken for a protocol error
+    unanswered: Deque[int] = field(default_factory=deque)
     recv: bytearray = field(default_factory=bytearray)
     last_activity_ms: int = 0
     api_versions_version: int = 3
@@ -340,6 +343,9 @@ class NetworkClient:
                 break  # the socket is full: wait for writability
             conn.send_queue.popleft()
             if not request.expect_response:
+                conn.unanswered.append(request.correlation_id)
+                if len(conn.unanswered) > 1024:
+                    conn.unanswered.popleft()
                 # acks=0: done once written, as Java completes it
                 self._completed.append(ClientResponse(request, conn.node_id, now_ms))
         self._update_interest(conn)
@@ -471,6 +477,13 @@ class NetworkClient:
         del buf[:pos]
 
     def _handle_frame(self, conn: _Connection, frame: memoryview, now_ms: int) -> bool:
+        if conn.unanswered and len(frame) >= 4:
+            cid = _SIZE.unpack_from(frame, 0)[0]  # every response header starts with it
+            if cid in conn.unanswered and (
+                not conn.in_flight or conn.in_flight[0].correlation_id != cid
+            ):
+                conn.unanswered.remove(cid)
+                return True
         if not conn.in_flight:
             reason = f"node {conn.node_id} sent a response nobody asked for"
             self._disconnect(conn, now_ms, reason, errors.CorruptResponseError(reason))
@@ -613,10 +626,42 @@ class NetworkClient:
             for resp in completed:
                 self._complete(resp)
 
+    def _shutdown_gracefully(self, max_wait_s: float = 2.0) -> None:
+        """Half-close every idle connection and read until the peer closes: a socket closed with
+        unread bytes in its receive buffer sends a reset, and a broker may then drop requests it
+        has not processed yet (seen with acks=0 answers from Tansu)."""
+        socks = []
+        for conn in self._conns.values():
+            if conn.state != READY or conn.in_flight or conn.send_queue:
+                continue
+            try:
+                conn.sock.shutdown(socket.SHUT_WR)
+                socks.append(conn.sock)
+            except OSError:
+                pass
+        deadline = time.monotonic() + max_wait_s
+        sel = selectors.DefaultSelector()
+        try:
+            for sock in socks:
+                sel.register(sock, selectors.EVENT_READ)
+            while sel.get_map() and time.monotonic() < deadline:
+                for key, _ in sel.select(max(0.0, deadline - time.monotonic())):
+                    try:
+                        data = key.fileobj.recv(_RECV_CHUNK)  # type: ignore[union-attr]
+                    except (BlockingIOError, InterruptedError):
+                        continue
+                    except OSError:
+                        data = b""
+                    if not data:
+                        sel.unregister(key.fileobj)
+        finally:
+            sel.close()
+
     def close(self, node_id: Optional[int] = None) -> None:
         if node_id is not None:
             self.disconnect(node_id)
             return
+        self._shutdown_gracefully()
         for nid in list(self._conns):
             self.disconnect(nid)
         self._closed = True

@@ -378,3 +378,28 @@ def test_custom_partitioner_interceptors_and_serializers(broker: LocalBroker) ->
     ) as producer:
         with pytest.raises(errors.SerializationError, match="value serializer failed"):
             producer.send(topic, "x")
+
+
+def test_acks_zero_many_records_all_arrive(broker: LocalBroker, caplog) -> None:
+    """Tansu answers acks=0 produce requests (a Kafka broker does not): the answer must be
+    dropped quietly, not taken for a protocol error that closes the connection."""
+    import logging
+
+    topic = _topic(broker, 2)
+    n = 20000
+    with caplog.at_level(logging.INFO, logger="cproducer.network"):
+        with KafkaProducer(
+            bootstrap_servers=broker.bootstrap_servers, acks=0, batch_size=4096, linger_ms=0
+        ) as producer:
+            for i in range(n):
+                producer.send(topic, b"%d" % i)
+            producer.flush()
+    assert not [
+        r
+        for r in caplog.records
+        if "disconnecting" in r.message
+        and "closed" not in r.message
+        and "on request" not in r.message
+    ]
+    values = {r.value for r in read_back(broker.bootstrap_servers, topic, 2, n, timeout_s=60)}
+    assert len(values) == n
