@@ -182,6 +182,8 @@ class NetworkClient:
         self._wake_w.setblocking(False)
         self._selector.register(self._wake_r, selectors.EVENT_READ, None)
         self._woken = threading.Event()
+        self._selecting = False
+        self._wakeup_requested = False
         self._closed = False
         self.metadata_updater = DefaultMetadataUpdater(self, metadata) if metadata else None
 
@@ -352,7 +354,12 @@ class NetworkClient:
 
     # ------------------------------------------------------------------ polling
     def wakeup(self) -> None:
-        if not self._woken.is_set():
+        """Make the current or next poll return at once. A byte goes through the socketpair only
+        when the poller may be blocked in select (a syscall per new batch otherwise): the waker
+        sets ``_wakeup_requested`` then reads ``_selecting``; the poller sets ``_selecting`` then
+        reads ``_wakeup_requested``, so one of them always sees the other."""
+        self._wakeup_requested = True
+        if self._selecting and not self._woken.is_set():
             self._woken.set()
             try:
                 self._wake_w.send(b"\x00")
@@ -368,11 +375,17 @@ class NetworkClient:
         timeout = max(0, min(timeout_ms, metadata_timeout, self._next_timeout(now_ms)))
         if self._completed:
             timeout = 0
+        self._selecting = True
+        if self._wakeup_requested:
+            timeout = 0
+        self._wakeup_requested = False
         try:
             events = self._selector.select(timeout / 1000.0)
         except (OSError, ValueError) as exc:
             log.warning("select failed: %s", exc)
             events = []
+        finally:
+            self._selecting = False
         now_ms = self.time_ms()
         for key, mask in events:
             conn = key.data
