@@ -412,7 +412,7 @@ cdef class ProducerBatch:
         self.pooled_buffer = None
         self.is_splitting_batch = is_splitting_batch
         self.backoff_ms = 0
-        self._lock = threading.Lock()
+        self._lock = FastLock()
 
     cdef object _try_append(self, long long timestamp, object key, object value,
                             object headers, object callback, long long now):
@@ -497,7 +497,9 @@ cdef class ProducerBatch:
         cdef ProduceRequestResult r = self.result
         cdef Py_ssize_t i
         cdef list flat
-        with self._lock:
+        cdef FastLock lock = self._lock
+        lock.acquire_c()
+        try:
             if self.final_state != STATE_IN_FLIGHT:
                 log.debug("batch of %s already %s: %s ignored", self.topic_partition,
                           FINAL_STATE_NAMES[self.final_state], FINAL_STATE_NAMES[state])
@@ -509,6 +511,8 @@ cdef class ProducerBatch:
             # set before the lock is released: a callback added from now on runs at once and
             # reads this outcome
             r.set(base_offset, log_append_time, exc, record_exceptions)
+        finally:
+            lock.release_c()
         for i in range(0, len(flat), 2):
             fut = flat[i]
             fn = flat[i + 1]
@@ -906,6 +910,11 @@ cdef class TopicInfo:
         return dq
 
 
+cdef inline Py_ssize_t _estimated_size(RecordBatchBuilder b) noexcept:
+    # the builder's estimated_size_in_bytes, at C level
+    return b._size if b._closed else b._estimated(b._pos - RECORDS_OFFSET)
+
+
 cdef bint _all_batches_full(PartitionDeque dq):
     # Java's allBatchesFull: the last batch is full (the others are, being older)
     if not dq.batches:
@@ -955,7 +964,7 @@ cdef class RecordAccumulator:
         self.topic_infos = {}
         self.topic_lock = threading.Lock()
         self.incomplete = set()
-        self.incomplete_lock = threading.Lock()
+        self.incomplete_lock = FastLock()
         self.muted = set()
         self.node_drain_index = {}
         self.node_stats = {}
@@ -1110,8 +1119,12 @@ cdef class RecordAccumulator:
         batch = ProducerBatch(dq.tp, builder, now)
         batch.pooled_buffer = buffer
         dq.batches.append(batch)
-        with self.incomplete_lock:
+        cdef FastLock lock = self.incomplete_lock
+        lock.acquire_c()
+        try:
             self.incomplete.add(batch)
+        finally:
+            lock.release_c()
         return batch
 
     # ---------------------------------------------------------- columnar append (send_many)
@@ -1146,10 +1159,15 @@ cdef class RecordAccumulator:
         cdef TopicInfo ti
         cdef PartitionDeque dq
         cdef ProducerBatch batch
-        cdef long long waited, time_to_wait, next_delay = LLONG_MAX
-        cdef int idx, size, part
-        cdef bint backing_off, full, sendable, exhausted = self.pool.queued > 0
+        cdef long long waited = 0, time_to_wait, next_delay = LLONG_MAX
+        cdef int idx, size = 0, part
+        cdef Py_ssize_t n_infos
+        cdef bint backing_off = False, full = False, sendable
+        cdef bint exhausted = self.pool.queued > 0
         cdef bint completing = False
+        cdef int32_t[::1] sizes_view
+        cdef int32_t[::1] ids_view
+        cdef tuple infos
         tm = self.transaction_manager
         if tm is not None:
             is_completing = getattr(tm, "is_completing", None)
@@ -1157,22 +1175,29 @@ cdef class RecordAccumulator:
         ready_nodes = set()
         unknown = set()
         muted = self.muted
+        check_muted = len(muted) > 0
         for topic, ti in list(self.topic_infos.items()):
             queue_sizes = None
             ids = None
             idx = -1
             deques = list(ti.deques.items())
-            if self.adaptive:
-                count = cluster.partition_count_for_topic(topic)
+            # the topic's partitions, sorted by id: found by index when ids are dense
+            infos = tuple(cluster.partitions_for_topic(topic))
+            n_infos = len(infos)
+            if self.adaptive and len(deques) >= n_infos:
                 # no adaptive stats until every partition has had a batch (Java)
-                if len(deques) >= (count or 0):
-                    queue_sizes = np.zeros(len(deques), dtype=np.int32)
-                    ids = np.zeros(len(deques), dtype=np.int32)
+                queue_sizes = np.zeros(len(deques), dtype=np.int32)
+                ids = np.zeros(len(deques), dtype=np.int32)
+                sizes_view = queue_sizes
+                ids_view = ids
             for part, dq in deques:
-                leader = cluster.leader_for(dq.tp)
+                if 0 <= part < n_infos and infos[part].partition == part:
+                    leader = infos[part].leader
+                else:
+                    leader = cluster.leader_for(dq.tp)
                 if leader is not None and queue_sizes is not None:
                     idx += 1
-                    ids[idx] = part
+                    ids_view[idx] = part
                 dq.lock.acquire_c()
                 batch = dq.batches[0] if dq.batches else None
                 if batch is not None:
@@ -1187,13 +1212,13 @@ cdef class RecordAccumulator:
                     unknown.add(topic)
                     continue
                 if queue_sizes is not None:
-                    queue_sizes[idx] = size
+                    sizes_view[idx] = size
                 if self.availability_timeout_ms > 0:
                     stats = self.node_stats.get(leader.id)
                     if stats is not None and stats[0] - stats[1] > self.availability_timeout_ms:
                         idx -= 1  # the node did not drain for too long: leave its partitions out
                 # Java's batchReady
-                if leader.id in ready_nodes or dq.tp in muted:
+                if leader.id in ready_nodes or (check_muted and dq.tp in muted):
                     continue
                 time_to_wait = batch.backoff_ms if backing_off else self.linger_ms
                 sendable = (full or waited >= time_to_wait or exhausted or self.closed
@@ -1244,12 +1269,16 @@ cdef class RecordAccumulator:
         # Java's drainBatchesForOneNode
         cdef PartitionDeque dq
         cdef ProducerBatch first, head
-        cdef TopicInfo ti
+        cdef TopicInfo ti = None
+        cdef RecordBatchBuilder b
         cdef long long size = 0
-        cdef int n, start, i
+        cdef int n, start, i, visited = 0, p
         cdef bint stop
+        cdef tuple parts
+        cdef list by_partition
+        cdef str topic, last_topic = None
         ready = []
-        parts = cluster.partitions_for_node(node_id)
+        parts = tuple(cluster.partitions_for_node(node_id))
         n = len(parts)
         if n == 0:
             return ready
@@ -1257,52 +1286,67 @@ cdef class RecordAccumulator:
         i = start
         tm = self.transaction_manager
         muted = self.muted
-        while True:
-            part = parts[i]
-            self.node_drain_index[node_id] = i  # Java's updateDrainIndex: where to resume
-            i = (i + 1) % n
-            ti = self.topic_infos.get(part.topic)
-            dq = None if ti is None else ti.deques.get(part.partition)
-            if dq is not None and dq.tp not in muted:
-                first = None
-                stop = False
-                dq.lock.acquire_c()
-                try:
-                    if dq.batches:
-                        head = dq.batches[0]
-                        # not while backing off
-                        if not (head.attempts > 0 and now - head.last_attempt_ms < head.backoff_ms):
-                            if size + head.builder.estimated_size_in_bytes > max_size and ready:
-                                # a single batch larger than the request (compression
-                                # estimate) still goes, alone
-                                stop = True
-                            elif self._should_stop_drain(head, dq.tp):
-                                stop = True
-                            else:
-                                first = dq.batches.popleft()
-                finally:
-                    dq.lock.release_c()
-                if stop:
+        check_muted = len(muted) > 0
+        try:
+            while True:
+                part = parts[i]
+                visited = i  # Java's updateDrainIndex: where the next drain resumes
+                i = (i + 1) % n
+                topic = part.topic
+                p = part.partition
+                if topic is not last_topic:
+                    ti = self.topic_infos.get(topic)
+                    last_topic = topic
+                dq = None
+                if ti is not None:
+                    by_partition = ti._by_partition
+                    if 0 <= p < len(by_partition):
+                        dq = <PartitionDeque>by_partition[p]
+                if dq is not None and dq.batches and not (check_muted and dq.tp in muted):
+                    first = None
+                    stop = False
+                    dq.lock.acquire_c()
+                    try:
+                        if dq.batches:
+                            head = dq.batches[0]
+                            # not while backing off
+                            if not (head.attempts > 0
+                                    and now - head.last_attempt_ms < head.backoff_ms):
+                                if size + _estimated_size(head.builder) > max_size and ready:
+                                    # a single batch larger than the request (compression
+                                    # estimate) still goes, alone
+                                    stop = True
+                                elif self._should_stop_drain(head, dq.tp):
+                                    stop = True
+                                else:
+                                    first = dq.batches.popleft()
+                    finally:
+                        dq.lock.release_c()
+                    if stop:
+                        break
+                    if first is not None:
+                        b = first.builder
+                        # sequence numbers and compression outside the lock: appenders to
+                        # this partition never wait for them (only the Sender drains)
+                        if tm is not None and b._base_sequence == -1:
+                            tm.maybe_update_producer_id_and_epoch(dq.tp)
+                            pid, epoch = tm.producer_id_and_epoch
+                            b.set_producer_state(
+                                pid, epoch, tm.sequence_number(dq.tp), tm.is_transactional()
+                            )
+                            tm.increment_sequence_number(dq.tp, b._count)
+                            tm.add_in_flight_batch(first)
+                        b.close()
+                        if b._codec != 0:
+                            self._update_compression_ratio(ti, b.compression_ratio)
+                        size += b._size
+                        ready.append(first)
+                        if now > first.drained_ms:
+                            first.drained_ms = now
+                if i == start:
                     break
-                if first is not None:
-                    # sequence numbers and compression outside the lock: appenders to this
-                    # partition never wait for them (only the Sender drains)
-                    if tm is not None and first.builder._base_sequence == -1:
-                        tm.maybe_update_producer_id_and_epoch(dq.tp)
-                        pid, epoch = tm.producer_id_and_epoch
-                        first.builder.set_producer_state(
-                            pid, epoch, tm.sequence_number(dq.tp), tm.is_transactional()
-                        )
-                        tm.increment_sequence_number(dq.tp, first.builder._count)
-                        tm.add_in_flight_batch(first)
-                    first.builder.close()
-                    if first.builder._codec != 0:
-                        self._update_compression_ratio(ti, first.builder.compression_ratio)
-                    size += first.builder._size
-                    ready.append(first)
-                    first.drained(now)
-            if i == start:
-                break
+        finally:
+            self.node_drain_index[node_id] = visited
         return ready
 
     cdef void _update_compression_ratio(self, TopicInfo ti, double observed):
@@ -1419,8 +1463,12 @@ cdef class RecordAccumulator:
     def deallocate(self, ProducerBatch batch):
         """The batch is done: out of the incomplete set, its pooled buffer back to the pool
         (once; split batches' buffers never came from the pool)."""
-        with self.incomplete_lock:
+        cdef FastLock lock = self.incomplete_lock
+        lock.acquire_c()
+        try:
             self.incomplete.discard(batch)
+        finally:
+            lock.release_c()
         buf = batch.pooled_buffer
         if buf is None:
             if not batch.is_splitting_batch:
