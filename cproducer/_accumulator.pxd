@@ -106,3 +106,5 @@ cdef class RecordAccumulator:
     cdef str _last_topic
     cdef TopicInfo _last_ti
     cdef ProducerBatch _new_batch(self, PartitionDeque dq, buffer, long long now)
+    cdef ProducerBatch _make_batch(self, PartitionDeque dq, buffer, long long now)
+    cdef void _register_batch(self, PartitionDeque dq, ProducerBatch batch) except *

@@ -1100,32 +1100,40 @@ cdef class RecordAccumulator:
         result = self._try_append_dq(dq, timestamp, key, value, headers, callback, now)
         if result is not None:
             return result  # another thread made a batch while we were allocating
-        batch = self._new_batch(dq, buffer, now)
+        batch = self._make_batch(dq, buffer, now)
         builder = batch.builder
+        # the record first: if it is refused (bad input) nothing was registered and the caller
+        # still owns the buffer
         fut = batch._try_append(timestamp, key, value, headers, callback, now)
         if fut is None:
-            # cannot happen (the buffer holds the record's upper bound): undo
-            dq.batches.pop()
-            with self.incomplete_lock:
-                self.incomplete.discard(batch)
+            # cannot happen (the buffer holds the record's upper bound)
             raise IllegalStateError("a new batch refused its first record")
+        self._register_batch(dq, batch)
         return _result(fut, len(dq.batches) > 1 or builder.is_full_c(), True, False,
                        builder._estimated(builder._pos - RECORDS_OFFSET))
 
     cdef ProducerBatch _new_batch(self, PartitionDeque dq, buffer, long long now):
-        cdef ProducerBatch batch
+        cdef ProducerBatch batch = self._make_batch(dq, buffer, now)
+        self._register_batch(dq, batch)
+        return batch
+
+    cdef ProducerBatch _make_batch(self, PartitionDeque dq, buffer, long long now):
+        cdef TopicInfo ti = self._topic_info(dq.tp[0])
         builder = RecordBatchBuilder(buffer, self.compression_type, self.batch_size, -1, -1, -1,
-                                     False, self._topic_info(dq.tp[0]).compression_ratio)
-        batch = ProducerBatch(dq.tp, builder, now)
+                                     False, ti.compression_ratio)
+        cdef ProducerBatch batch = ProducerBatch(dq.tp, builder, now)
         batch.pooled_buffer = buffer
-        dq.batches.append(batch)
+        return batch
+
+    cdef void _register_batch(self, PartitionDeque dq, ProducerBatch batch) except *:
+        # at the tail of its deque (dq.lock held) and in the incomplete set
         cdef FastLock lock = self.incomplete_lock
+        dq.batches.append(batch)
         lock.acquire_c()
         try:
             self.incomplete.add(batch)
         finally:
             lock.release_c()
-        return batch
 
     # ---------------------------------------------------------- columnar append (send_many)
     def new_batch_for(self, PartitionDeque dq, buffer, long long now_ms):

@@ -165,6 +165,13 @@ def test_bad_arguments() -> None:
     with pytest.raises(TypeError, match="key"):
         a.append("t", 0, 1000, 5, b"v", None, None, 1000.0, False, 0, c)
     assert append(a, c, 0).future is not None  # still usable
+    free = a.pool.available_memory
+    for p in (0, 1):  # an open batch, and a partition without one
+        with pytest.raises(TypeError, match="headers"):
+            a.append("t", p, 1000, None, b"v", [("h", 5)], None, 1000.0, False, 0, c)
+    assert a.pool.available_memory == free and a.appends_in_progress == 0
+    assert a.queue_size(TP0) == 1 and a.queue_size(TopicPartition("t", 1)) == 0
+    assert [b.record_count for b in a.batches_of(TP0)] == [1]
     pool = BufferPool(1 << 20, 1024)
     with pytest.raises(ValueError, match="batch_size"):
         RecordAccumulator(0, 0, 0, 100, 1000, 1000, pool)
