@@ -13,21 +13,13 @@ from posix.time cimport CLOCK_REALTIME, clock_gettime, timespec
 
 from cproducer._accumulator cimport RecordAccumulator, RecordAppendResult
 from cproducer._murmur2 cimport murmur2_partition
+from cproducer._wire cimport varint_size
 
 
 cdef inline long long _wall_ms() noexcept nogil:
     cdef timespec ts
     clock_gettime(CLOCK_REALTIME, &ts)
     return <long long>ts.tv_sec * 1000 + ts.tv_nsec // 1000000
-
-
-cdef inline Py_ssize_t _varint_size(Py_ssize_t v) noexcept:
-    cdef unsigned long long u = <unsigned long long>(v << 1)
-    cdef Py_ssize_t n = 1
-    while u >= 0x80:
-        u >>= 7
-        n += 1
-    return n
 
 
 cdef class _TopicState:
@@ -104,8 +96,8 @@ cdef class FastSend:
             return self.slow(topic, value, key, headers, partition, timestamp_ms, callback)
         # Java's estimateSizeInBytesUpperBound: overhead 61 + 21 + headers count + key + value
         size = 61 + 21 + 1
-        size += 1 if klen < 0 else _varint_size(klen) + klen
-        size += 1 if vlen < 0 else _varint_size(vlen) + vlen
+        size += 1 if klen < 0 else varint_size(<int32_t>klen) + klen
+        size += 1 if vlen < 0 else varint_size(<int32_t>vlen) + vlen
         if size > self.max_request_size or size > self.total_memory:
             return self.slow(topic, value, key, headers, partition, timestamp_ms, callback)
         now = _wall_ms() if self.time_ms is None else self.time_ms()

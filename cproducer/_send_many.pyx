@@ -24,6 +24,7 @@ from cproducer._accumulator cimport (
 )
 from cproducer._partitioner cimport BuiltInPartitioner, StickyPartitionInfo
 from cproducer._murmur2 cimport murmur2_partition
+from cproducer._wire cimport varint_size
 from cproducer._records cimport RecordBatchBuilder
 
 cnp.import_array()
@@ -115,15 +116,6 @@ def buffer_column(data, starts, ends, valid=None):
     return col
 
 
-cdef inline int _varint_size(int64_t v) noexcept:
-    cdef unsigned long long u = <unsigned long long>(v << 1)
-    cdef int n = 1
-    while u >= 0x80:
-        u >>= 7
-        n += 1
-    return n
-
-
 def size_upper_bounds(key_lengths, value_lengths, headers_sizes):
     """Java's estimateSizeInBytesUpperBound per record (vectorized)."""
     cdef const int64_t[::1] kl = key_lengths
@@ -134,8 +126,8 @@ def size_upper_bounds(key_lengths, value_lengths, headers_sizes):
     cdef int64_t size
     for i in range(n):
         size = 61 + 21 + hs[i]
-        size += 1 if kl[i] < 0 else _varint_size(kl[i]) + kl[i]
-        size += 1 if vl[i] < 0 else _varint_size(vl[i]) + vl[i]
+        size += 1 if kl[i] < 0 else varint_size(<int32_t>kl[i]) + kl[i]
+        size += 1 if vl[i] < 0 else varint_size(<int32_t>vl[i]) + vl[i]
         out[i] = size
     return out
 
