@@ -20,73 +20,59 @@ import numpy as np
 
 
 class Stats:
-    """Java's ProducerPerformance.Stats: a window line every 5 s, the final line at the end."""
+    """Java's ProducerPerformance.Stats: a window line every 5 s, the final line at the end.
 
-    def __init__(self, num_records: int, reporting_interval_ms: int = 5000) -> None:
+    A completion callback only appends the record's latency (a list append: the callbacks run in
+    the producer's I/O thread, and a slow one would slow the producer down); a reporter thread
+    prints the window lines from the list, and the percentiles come from it at the end.
+    """
+
+    def __init__(self, avg_record_size: float, reporting_interval_ms: int = 5000) -> None:
         self.start = time.monotonic()
-        self.window_start = self.start
-        self.latencies = np.zeros(max(num_records, 1), dtype=np.int32)
-        self.index = 0
-        self.count = 0
-        self.bytes = 0
-        self.max_latency = 0
-        self.total_latency = 0
-        self.window_count = 0
-        self.window_max_latency = 0
-        self.window_total_latency = 0
-        self.window_bytes = 0
-        self.reporting_interval = reporting_interval_ms / 1000.0
-        self.lock = threading.Lock()
+        self.avg_record_size = avg_record_size
+        self.latencies: List[int] = []
+        self.record = self.latencies.append  # the per-record hot path
+        self.interval = reporting_interval_ms / 1000.0
+        self._stop = threading.Event()
+        self._reporter = threading.Thread(target=self._report, name="perf-stats", daemon=True)
+        self._reporter.start()
 
-    def record(self, latency_ms: int, nbytes: int, count: int = 1) -> None:
-        with self.lock:
-            self.count += count
-            self.bytes += nbytes
-            self.total_latency += latency_ms * count
-            self.max_latency = max(self.max_latency, latency_ms)
-            self.window_count += count
-            self.window_bytes += nbytes
-            self.window_total_latency += latency_ms * count
-            self.window_max_latency = max(self.window_max_latency, latency_ms)
-            end = min(self.index + count, len(self.latencies))
-            self.latencies[self.index : end] = latency_ms
-            self.index = end
-            now = time.monotonic()
-            if now - self.window_start >= self.reporting_interval:
-                self.print_window(now)
-                self.new_window(now)
+    def record_many(self, latency_ms: int, count: int) -> None:
+        self.latencies.extend([latency_ms] * count)
 
-    def print_window(self, now: float) -> None:
-        elapsed = max(now - self.window_start, 1e-9)
-        rate = self.window_count / elapsed
-        mb = self.window_bytes / elapsed / 1024 / 1024
-        avg = self.window_total_latency / max(self.window_count, 1)
-        print(
-            f"{self.window_count} records sent, {rate:.1f} records/sec ({mb:.2f} MB/sec), "
-            f"{avg:.1f} ms avg latency, {float(self.window_max_latency):.1f} ms max latency.",
-            flush=True,
-        )
-
-    def new_window(self, now: float) -> None:
-        self.window_start = now
-        self.window_count = 0
-        self.window_max_latency = 0
-        self.window_total_latency = 0
-        self.window_bytes = 0
+    def _report(self) -> None:
+        last_index, last_time = 0, self.start
+        while not self._stop.wait(self.interval):
+            now, index = time.monotonic(), len(self.latencies)
+            window = self.latencies[last_index:index]
+            elapsed = max(now - last_time, 1e-9)
+            if window:
+                n = len(window)
+                print(
+                    f"{n} records sent, {n / elapsed:.1f} records/sec "
+                    f"({n * self.avg_record_size / elapsed / 1024 / 1024:.2f} MB/sec), "
+                    f"{sum(window) / n:.1f} ms avg latency, {float(max(window)):.1f} ms max "
+                    "latency.",
+                    flush=True,
+                )
+            last_index, last_time = index, now
 
     def summary(self) -> Dict[str, float]:
+        self._stop.set()
         elapsed = max(time.monotonic() - self.start, 1e-9)
-        lat = np.sort(self.latencies[: self.index]) if self.index else np.zeros(1, np.int32)
+        lat = np.asarray(self.latencies, dtype=np.int64)
+        count = len(lat)
+        srt = np.sort(lat) if count else np.zeros(1, np.int64)
 
         def pct(p: float) -> int:
-            return int(lat[min(int(p * len(lat)), len(lat) - 1)])
+            return int(srt[min(int(p * len(srt)), len(srt) - 1)])
 
         return {
-            "records": self.count,
-            "records_per_sec": self.count / elapsed,
-            "mb_per_sec": self.bytes / elapsed / 1024 / 1024,
-            "avg_latency_ms": self.total_latency / max(self.count, 1),
-            "max_latency_ms": float(self.max_latency),
+            "records": count,
+            "records_per_sec": count / elapsed,
+            "mb_per_sec": count * self.avg_record_size / elapsed / 1024 / 1024,
+            "avg_latency_ms": float(lat.mean()) if count else 0.0,
+            "max_latency_ms": float(lat.max()) if count else 0.0,
             "p50": pct(0.5),
             "p95": pct(0.95),
             "p99": pct(0.99),
@@ -209,7 +195,7 @@ def run(args: argparse.Namespace) -> Dict[str, float]:
         payloads = _payloads(args)
         producer = KafkaProducer(props)
         try:
-            stats = Stats(args.num_records)
+            stats = Stats(sum(len(p) for p in payloads) / len(payloads))
             if args.api == "send":
                 _run_send(producer, args, payloads, stats)
             else:
@@ -241,16 +227,16 @@ def _run_send(producer: Any, args: argparse.Namespace, payloads: List[bytes], st
     npay = len(payloads)
     send = producer.send
     record = stats.record
+    throttled = args.throughput > 0
     for i in range(n):
         value = payloads[i % npay]
         start = monotonic()
-        size = len(value)
 
-        def on_completion(md: Any, exc: Any, start: float = start, size: int = size) -> None:
-            record(int((monotonic() - start) * 1000), size)
+        def on_completion(md: Any, exc: Any, start: float = start) -> None:
+            record(int((monotonic() - start) * 1000))
 
         send(topic, value, callback=on_completion)
-        if args.throughput > 0:
+        if throttled:
             throttler.throttle(i + 1)
 
 
@@ -267,11 +253,10 @@ def _run_send_many(
         m = min(chunk, n - sent)
         values = values_all[:m]
         start = time.monotonic()
-        nbytes = sum(len(v) for v in values)
         fut = producer.send_many(topic, values)
 
-        def on_done(result: Any, start: float = start, m: int = m, nbytes: int = nbytes) -> None:
-            stats.record(int((time.monotonic() - start) * 1000), nbytes, m)
+        def on_done(result: Any, start: float = start, m: int = m) -> None:
+            stats.record_many(int((time.monotonic() - start) * 1000), m)
 
         fut.add_callback(on_done)
         sent += m
