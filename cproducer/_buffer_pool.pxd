@@ -1,0 +1,38 @@
+# BufferPool for other extension modules: `from cproducer._buffer_pool cimport BufferPool`
+# (a typed attribute calls allocate/deallocate without the Python method lookup).
+cimport cython
+from cpython.pythread cimport PyThread_type_lock
+from cpython.ref cimport PyObject
+
+
+@cython.final
+cdef class _Waiter:
+    cdef PyThread_type_lock _sem
+    cdef bint _signaled
+
+    cdef void signal(self) noexcept
+
+
+@cython.final
+cdef class BufferPool:
+    cdef readonly long long total_memory
+    cdef readonly Py_ssize_t poolable_size
+    cdef long long _non_pooled_available
+    # the free list: a stack of owned references to bytearrays of exactly poolable_size (a C
+    # array that never shrinks: no allocation when a buffer goes round)
+    cdef PyObject** _free
+    cdef Py_ssize_t _free_count
+    cdef Py_ssize_t _free_capacity
+    cdef list _waiters     # _Waiter, oldest first (Java's Deque<Condition>)
+    cdef PyThread_type_lock _mutex
+    cdef bint _closed
+
+    cdef void _lock(self) noexcept
+    cdef void _unlock(self) noexcept
+    cdef void _free_up(self, long long size) noexcept
+    cdef object _pop_free(self)
+    cdef int _push_free(self, object buffer) except -1
+    cdef void _signal_next_if_available(self) noexcept
+    cdef object _allocate_slow(self, Py_ssize_t size, double max_time_to_block_ms)
+    cpdef object allocate(self, Py_ssize_t size, double max_time_to_block_ms)
+    cpdef void deallocate(self, object buffer, Py_ssize_t size=*) except *
