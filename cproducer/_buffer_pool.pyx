@@ -226,7 +226,11 @@ cdef class BufferPool:
                         if remaining <= 0:
                             outcome = _EXHAUSTED
                             break
-                        wait_us = min(<long long>(remaining * 1e6) + 1, _MAX_WAIT_US)
+                        # (compared as a double first: an infinite wait must not reach the cast)
+                        if remaining * 1e6 >= <double>_MAX_WAIT_US:
+                            wait_us = _MAX_WAIT_US
+                        else:
+                            wait_us = <long long>(remaining * 1e6) + 1
                         self._unlock()
                         with nogil:
                             status = PyThread_acquire_lock_timed(waiter._sem, wait_us, 1)

@@ -165,6 +165,17 @@ def test_blocked_allocation_proceeds_when_another_thread_frees() -> None:
     assert got and got[0] is returned and pool.queued == 0  # the pooled buffer itself
 
 
+def test_an_unbounded_wait_ends_when_memory_comes_back() -> None:
+    pool = BufferPool(100, 100)
+    held = pool.allocate(100, 10)
+    got: List[bytearray] = []
+    th = start(lambda: got.append(pool.allocate(100, float("inf"))))
+    wait_until(lambda: pool.queued == 1)
+    pool.deallocate(held)
+    th.join(5)
+    assert got == [held] and pool.queued == 0
+
+
 def test_a_large_request_gathers_memory_across_deallocations() -> None:
     pool = BufferPool(300, 100)
     held = [pool.allocate(100, 10) for _ in range(3)]
