@@ -24,7 +24,7 @@ cdef class BufferPool:
     cdef Py_ssize_t _free_count
     cdef Py_ssize_t _free_capacity
     cdef list _waiters     # _Waiter, oldest first (Java's Deque<Condition>)
-    cdef PyThread_type_lock _mutex
+    cdef void* _mutex      # a native mutex (pthread / SRWLOCK), see _buffer_pool.pyx
     cdef bint _closed
 
     cdef void _lock(self) noexcept
