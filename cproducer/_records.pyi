@@ -1,4 +1,4 @@
-from typing import Any, Optional, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple, Union
 
 RECORD_BATCH_OVERHEAD: int
 CODEC_NONE: int
@@ -8,12 +8,21 @@ CODEC_LZ4: int
 CODEC_ZSTD: int
 COMPRESSION_RATE_ESTIMATION_FACTOR: float
 
-Headers = Optional[Sequence[Tuple[str, Optional[bytes]]]]
+# (str key, bytes-like value or None) pairs, as tuples or 2-item lists
+Headers = Optional[Sequence[Union[Tuple[str, Any], List[Any]]]]
 
 def record_size_in_bytes(
     offset_delta: int, timestamp_delta: int, key: Any, value: Any, headers: Headers = ...
 ) -> int: ...
 def estimate_size_in_bytes_upper_bound(key: Any, value: Any, headers: Headers = ...) -> int: ...
+def _append_raw_loop(
+    builder: RecordBatchBuilder,
+    timestamp: int,
+    key: Any,
+    value: Any,
+    n: int,
+    headers: Headers = ...,
+) -> int: ...
 
 class RecordBatchBuilder:
     def __init__(
@@ -36,6 +45,7 @@ class RecordBatchBuilder:
     ) -> None: ...
     def close(self) -> None: ...
     def buffer(self) -> memoryview: ...
+    compression_ratio: float
     num_records: int
     size_in_bytes: int
     estimated_size_in_bytes: int

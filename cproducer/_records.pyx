@@ -26,6 +26,13 @@ Wire schema (all integers big-endian; varints zigzag-encoded, as ``DefaultRecord
 Records are written straight into a caller-supplied writable buffer (a pooled bytearray of
 ``batch.size``): no intermediate copy. ``close()`` compresses the records section when a codec is
 set, fills the header and the CRC, and ``buffer()`` exposes the finished batch as a view.
+
+Errors: a bad argument raises TypeError/ValueError naming it; a first record the physical buffer
+cannot hold raises BufferError; appending to a closed builder raises RuntimeError (Java's
+IllegalStateException). In every case nothing is recorded and the builder stays usable.
+
+A builder is not thread-safe: one thread appends at a time (the accumulator holds the partition's
+lock). The GIL is released while large keys/values are copied and while the CRC is computed.
 """
 
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
@@ -33,7 +40,7 @@ from cpython.memoryview cimport PyMemoryView_GET_BUFFER
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_FromStringAndSize
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.unicode cimport PyUnicode_AsUTF8AndSize
-from libc.stdint cimport int16_t, int32_t, int64_t, uint32_t
+from libc.stdint cimport int16_t, int32_t, int64_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 
 from cproducer._crc32c cimport cp_crc32c_init, crc32c_update
@@ -67,9 +74,13 @@ cdef enum:
     BASE_SEQUENCE_OFFSET = 53
     RECORDS_COUNT_OFFSET = 57
     RECORDS_OFFSET = 61
+    MAGIC = 2
     TRANSACTIONAL_FLAG = 0x10
     MAX_RECORD_OVERHEAD = 21  # length varint 5 + attributes 1 + timestamp varlong 10 + offset 5
-    NOGIL_COPY = 65536
+    NOGIL_COPY = 65536  # copies at least this long release the GIL
+
+# a record's body length is an int32 varint, and so is every key/value/header length in it
+cdef Py_ssize_t MAX_RECORD_BODY = 0x7FFFFFFF - 5
 
 RECORD_BATCH_OVERHEAD = RECORDS_OFFSET
 CODEC_NONE = 0
@@ -81,42 +92,60 @@ COMPRESSION_RATE_ESTIMATION_FACTOR = 1.05
 cdef double _RATE_FACTOR = 1.05  # Java's COMPRESSION_RATE_ESTIMATION_FACTOR
 
 
-# ------------------------------------------------------------------ sizes
+# ------------------------------------------------------------------ argument checks and sizes
+
+
+cdef Py_ssize_t _header_value_len(object hvalue, Py_ssize_t i) except -2:
+    """Length of a header value (-1 for None); TypeError naming headers[i][1] otherwise."""
+    cdef Py_buffer hv
+    cdef Py_ssize_t n
+    if hvalue is None:
+        return -1
+    if type(hvalue) is bytes:
+        return PyBytes_GET_SIZE(hvalue)
+    try:
+        PyObject_GetBuffer(hvalue, &hv, PyBUF_SIMPLE)
+    except (TypeError, BufferError) as exc:
+        raise TypeError(
+            f"headers[{i}][1] (value) must be bytes-like (a C-contiguous buffer) or None, "
+            f"got {type(hvalue).__name__}"
+            + ("" if isinstance(exc, TypeError) else f" ({exc})")
+        ) from None
+    n = hv.len
+    PyBuffer_Release(&hv)
+    return n
+
+
+cdef const char* _header_key_utf8(object hkey, Py_ssize_t i, Py_ssize_t* klen) except NULL:
+    if not isinstance(hkey, str):
+        raise TypeError(f"headers[{i}][0] (key) must be str, got {type(hkey).__name__}")
+    try:
+        return PyUnicode_AsUTF8AndSize(hkey, klen)
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"headers[{i}][0] (key) cannot be encoded as UTF-8: {exc}") from None
 
 
 cdef Py_ssize_t _headers_size(object headers) except -1:
-    """Bytes the headers take (count varint included); validates them."""
+    """Bytes the headers take (count varint included); checks every header."""
     cdef Py_ssize_t size, klen, vlen, i = 0
-    cdef const char* kp
     if headers is None:
         return 1
     if not isinstance(headers, (list, tuple)):
         raise TypeError(
-            f"headers must be a list of (str, bytes or None) pairs, got {type(headers).__name__}"
+            f"headers must be a list or tuple of (str, bytes or None) pairs, or None, "
+            f"got {type(headers).__name__}"
         )
-    size = uvarint_size(<uint32_t>(len(headers) << 1))
+    size = uvarint_size(<uint64_t>len(headers) << 1)
     for header in headers:
-        if not isinstance(header, tuple) or len(header) != 2:
-            raise TypeError(f"headers[{i}] must be a (str, bytes or None) pair, got {header!r:.60}")
+        if not isinstance(header, (tuple, list)) or len(header) != 2:
+            raise TypeError(
+                f"headers[{i}] must be a (str, bytes or None) pair, got {header!r:.60}"
+            )
         hkey, hvalue = header
-        if not isinstance(hkey, str):
-            raise TypeError(f"headers[{i}][0] (key) must be str, got {type(hkey).__name__}")
-        PyUnicode_AsUTF8AndSize(hkey, &klen)
+        _header_key_utf8(hkey, i, &klen)
         size += varint_size(<int32_t>klen) + klen
-        if hvalue is None:
-            size += 1
-        else:
-            if isinstance(hvalue, bytes):
-                vlen = PyBytes_GET_SIZE(hvalue)
-            else:
-                try:
-                    vlen = memoryview(hvalue).nbytes
-                except TypeError:
-                    raise TypeError(
-                        f"headers[{i}][1] (value) must be bytes-like or None, "
-                        f"got {type(hvalue).__name__}"
-                    ) from None
-            size += varint_size(<int32_t>vlen) + vlen
+        vlen = _header_value_len(hvalue, i)
+        size += 1 if vlen < 0 else varint_size(<int32_t>vlen) + vlen
         i += 1
     return size
 
@@ -131,25 +160,55 @@ cdef inline Py_ssize_t _body_size(int32_t offset_delta, int64_t timestamp_delta,
 
 
 cdef Py_ssize_t _len_of(object obj, str what) except -2:
+    """Length of a key/value (-1 for None); TypeError naming it otherwise."""
+    cdef Py_buffer b
+    cdef Py_ssize_t n
     if obj is None:
         return -1
-    if isinstance(obj, bytes):
+    if type(obj) is bytes:
         return PyBytes_GET_SIZE(obj)
+    _get_buffer(obj, &b, what)
+    n = b.len
+    PyBuffer_Release(&b)
+    return n
+
+
+cdef int _get_buffer(object obj, Py_buffer* view, str what) except -1:
     try:
-        return memoryview(obj).nbytes
+        PyObject_GetBuffer(obj, view, PyBUF_SIMPLE)
     except TypeError:
         raise TypeError(f"{what} must be bytes-like or None, got {type(obj).__name__}") from None
+    except BufferError as exc:
+        raise TypeError(
+            f"{what} must be bytes-like (a C-contiguous buffer) or None, got "
+            f"{type(obj).__name__} ({exc})"
+        ) from None
+    return 0
+
+
+cdef inline int64_t _delta(int64_t timestamp, int64_t base) noexcept:
+    # wraps like Java's long arithmetic (no C signed-overflow)
+    return <int64_t>(<uint64_t>timestamp - <uint64_t>base)
+
+
+cdef int _check_timestamp(int64_t timestamp) except -1:
+    if timestamp < 0 and timestamp != -1:
+        raise ValueError(
+            f"timestamp must be >= 0 (ms since the epoch) or -1 (none), got {timestamp}"
+        )
+    return 0
 
 
 def record_size_in_bytes(int offset_delta, long long timestamp_delta, key, value, headers=None):
     """Exact size of one record (length varint included), as ``DefaultRecord.sizeInBytes``."""
     cdef Py_ssize_t body = _body_size(offset_delta, timestamp_delta, _len_of(key, "key"),
                                       _len_of(value, "value"), _headers_size(headers))
-    return uvarint_size(<uint32_t>(body << 1)) + body
+    return uvarint_size(<uint64_t>body << 1) + body
 
 
 def estimate_size_in_bytes_upper_bound(key, value, headers=None):
-    """Java's ``estimateSizeInBytesUpperBound`` for magic 2: batch overhead + record bound."""
+    """Java's ``AbstractRecords.estimateSizeInBytesUpperBound`` for magic 2: the batch overhead
+    (61) + ``DefaultRecord.recordSizeUpperBound`` (21 + key, value and headers sizes)."""
     cdef Py_ssize_t klen = _len_of(key, "key"), vlen = _len_of(value, "value")
     cdef Py_ssize_t size = MAX_RECORD_OVERHEAD + _headers_size(headers)
     size += 1 if klen < 0 else varint_size(<int32_t>klen) + klen
@@ -160,31 +219,63 @@ def estimate_size_in_bytes_upper_bound(key, value, headers=None):
 # ------------------------------------------------------------------ writing
 
 
-cdef unsigned char* _write_headers(unsigned char* p, object headers) except NULL:
-    cdef Py_ssize_t klen
+cdef inline unsigned char* _copy(unsigned char* p, const void* src, Py_ssize_t n) noexcept:
+    if n >= NOGIL_COPY:
+        with nogil:
+            memcpy(p, src, n)
+    else:
+        memcpy(p, src, n)
+    return p + n
+
+
+cdef inline int _changed() except -1:
+    raise RuntimeError("headers changed while the record was being written")
+
+
+cdef unsigned char* _write_headers(unsigned char* p, unsigned char* end,
+                                   object headers) except NULL:
+    """Write checked headers into exactly ``end - p`` bytes (their size was computed first): if
+    another thread changed them meanwhile, RuntimeError and nothing written past ``end``."""
+    cdef Py_ssize_t klen, vlen, n, i = 0
     cdef const char* kp
     cdef Py_buffer hv
-    if headers is None:
-        p[0] = 0
-        return p + 1
-    p = write_varint(p, <int32_t>len(headers))
+    n = len(headers)
+    if end - p < varint_size(<int32_t>n):
+        _changed()
+    p = write_varint(p, <int32_t>n)
     for hkey, hvalue in headers:
-        kp = PyUnicode_AsUTF8AndSize(hkey, &klen)
+        if i >= n:
+            _changed()
+        kp = _header_key_utf8(hkey, i, &klen)
+        if end - p < varint_size(<int32_t>klen) + klen:
+            _changed()
         p = write_varint(p, <int32_t>klen)
         memcpy(p, kp, klen)
         p += klen
         if hvalue is None:
+            if end - p < 1:
+                _changed()
             p = write_varint(p, -1)
-        elif isinstance(hvalue, bytes):
-            p = write_varint(p, <int32_t>PyBytes_GET_SIZE(hvalue))
-            memcpy(p, PyBytes_AS_STRING(hvalue), PyBytes_GET_SIZE(hvalue))
-            p += PyBytes_GET_SIZE(hvalue)
+        elif type(hvalue) is bytes:
+            vlen = PyBytes_GET_SIZE(hvalue)
+            if end - p < varint_size(<int32_t>vlen) + vlen:
+                _changed()
+            p = write_varint(p, <int32_t>vlen)
+            memcpy(p, PyBytes_AS_STRING(hvalue), vlen)
+            p += vlen
         else:
             PyObject_GetBuffer(hvalue, &hv, PyBUF_SIMPLE)
-            p = write_varint(p, <int32_t>hv.len)
-            memcpy(p, hv.buf, hv.len)
-            p += hv.len
-            PyBuffer_Release(&hv)
+            try:
+                if end - p < varint_size(<int32_t>hv.len) + hv.len:
+                    _changed()
+                p = write_varint(p, <int32_t>hv.len)
+                memcpy(p, hv.buf, hv.len)
+                p += hv.len
+            finally:
+                PyBuffer_Release(&hv)
+        i += 1
+    if p != end:
+        _changed()
     return p
 
 
@@ -192,7 +283,11 @@ cdef class RecordBatchBuilder:
     """Builds one RecordBatch v2 in a caller-supplied writable buffer.
 
     ``write_limit`` is the batch.size budget (default: the buffer's length); the first record
-    always goes in when the physical buffer holds it, as in Java.
+    always goes in when the physical buffer holds it, as in Java. With a codec, the records are
+    written uncompressed and compressed by ``close()``; appends are bounded by Java's estimate
+    (header + uncompressed bytes x ``compression_ratio_estimate`` x 1.05), and when the
+    uncompressed records outgrow the caller's buffer they move to a larger private bytearray
+    (the caller's buffer is left alone, as Java's growing ByteBufferOutputStream does).
     """
 
     def __init__(self, buffer, int compression_type=0, Py_ssize_t write_limit=-1,
@@ -200,7 +295,15 @@ cdef class RecordBatchBuilder:
                  bint is_transactional=False, double compression_ratio_estimate=1.0):
         cdef Py_buffer* pb
         if compression_type < 0 or compression_type > 4:
-            raise ValueError(f"compression_type must be 0..4, got {compression_type}")
+            raise ValueError(
+                f"compression_type must be 0 (none), 1 (gzip), 2 (snappy), 3 (lz4) or 4 (zstd), "
+                f"got {compression_type}"
+            )
+        _check_epoch(producer_epoch)
+        if not compression_ratio_estimate > 0.0:
+            raise ValueError(
+                f"compression_ratio_estimate must be > 0, got {compression_ratio_estimate}"
+            )
         # A memoryview holds the buffer export: when this builder goes away (even through the
         # cyclic GC) the view releases it properly.
         try:
@@ -215,15 +318,14 @@ cdef class RecordBatchBuilder:
                 f"numpy uint8 array), got {type(buffer).__name__}"
             ) from None
         pb = PyMemoryView_GET_BUFFER(mv)
+        if pb.len < RECORDS_OFFSET:
+            raise ValueError(
+                f"buffer too small: a batch needs at least {RECORDS_OFFSET} bytes, got {pb.len}"
+            )
         self._holder = buffer
         self._mv = mv
         self._buf = <unsigned char*>pb.buf
         self._capacity = pb.len
-        if self._capacity < RECORDS_OFFSET:
-            raise ValueError(
-                f"buffer too small: a batch needs at least {RECORDS_OFFSET} bytes, "
-                f"got {self._capacity}"
-            )
         self._write_limit = self._capacity if write_limit < 0 else write_limit
         self._pos = RECORDS_OFFSET
         self._codec = compression_type
@@ -245,40 +347,46 @@ cdef class RecordBatchBuilder:
         cdef unsigned char* dst = <unsigned char*>PyByteArray_AS_STRING(bigger)
         with nogil:
             memcpy(dst, self._buf, self._pos)
-        # the pooled buffer stays with the caller (it goes back to the pool as usual)
+        # the caller's buffer stays referenced by _holder (it goes back to the pool as usual)
         self._mv = memoryview(bigger)
         self._buf = dst
         self._capacity = capacity
 
     cdef Py_ssize_t _estimated(self, Py_ssize_t uncompressed) noexcept:
+        # Java's estimatedBytesWritten for ``uncompressed`` bytes of records
         if self._codec == 0:
             return RECORDS_OFFSET + uncompressed
-        return RECORDS_OFFSET + <Py_ssize_t>(
-            uncompressed * self._ratio * _RATE_FACTOR
-        )
+        return RECORDS_OFFSET + <Py_ssize_t>(uncompressed * self._ratio * _RATE_FACTOR)
 
     cdef int append_raw(self, int64_t timestamp, const unsigned char* key, Py_ssize_t key_len,
                         const unsigned char* value, Py_ssize_t value_len,
                         object headers) except -2:
-        """Append one record (key_len/value_len -1 = null); -1 when it does not fit."""
+        """Append one record (key_len/value_len -1 = null); its offset delta, or -1 when Java's
+        ``hasRoomFor`` would refuse it (the builder unchanged)."""
         cdef Py_ssize_t hsize = 1, body, total
         cdef int64_t ts_delta
         cdef int32_t offset_delta = self._count
         cdef unsigned char* p
+        cdef unsigned char* end
         if self._closed:
             raise RuntimeError("the batch is closed: no more records can be appended")
+        if timestamp < -1:
+            _check_timestamp(timestamp)
         if headers is not None:
             hsize = _headers_size(headers)
-        ts_delta = 0 if self._count == 0 else timestamp - self._first_ts
+        ts_delta = 0 if offset_delta == 0 else _delta(timestamp, self._first_ts)
         body = _body_size(offset_delta, ts_delta, key_len, value_len, hsize)
-        total = uvarint_size(<uint32_t>(body << 1)) + body
-        if self._count > 0:
-            if self._estimated(self._pos - RECORDS_OFFSET + total) > self._write_limit:
+        if body > MAX_RECORD_BODY:
+            raise ValueError(f"record too large: {body} bytes, a record is at most 2 GiB")
+        total = uvarint_size(<uint64_t>body << 1) + body
+        if offset_delta > 0:
+            # Java's hasRoomFor: the new record counts uncompressed ("be conservative")
+            if self._estimated(self._pos - RECORDS_OFFSET) + total > self._write_limit:
                 return -1
             if self._pos + total > self._capacity:
                 if self._codec == 0:
                     return -1
-                # compressed: the uncompressed records may outgrow the pooled buffer while the
+                # compressed: the uncompressed records may outgrow the caller's buffer while the
                 # estimated compressed size stays within batch.size (Java's stream grows too)
                 self._grow(self._pos + total)
         elif self._pos + total > self._capacity:
@@ -287,6 +395,7 @@ cdef class RecordBatchBuilder:
                 f"have {self._capacity}"
             )
         p = self._buf + self._pos
+        end = p + total
         p = write_varint(p, <int32_t>body)
         p[0] = 0  # record attributes
         p = write_varlong(p + 1, ts_delta)
@@ -294,30 +403,17 @@ cdef class RecordBatchBuilder:
         if key_len < 0:
             p = write_varint(p, -1)
         else:
-            p = write_varint(p, <int32_t>key_len)
-            if key_len >= NOGIL_COPY:
-                with nogil:
-                    memcpy(p, key, key_len)
-            else:
-                memcpy(p, key, key_len)
-            p += key_len
+            p = _copy(write_varint(p, <int32_t>key_len), key, key_len)
         if value_len < 0:
             p = write_varint(p, -1)
         else:
-            p = write_varint(p, <int32_t>value_len)
-            if value_len >= NOGIL_COPY:
-                with nogil:
-                    memcpy(p, value, value_len)
-            else:
-                memcpy(p, value, value_len)
-            p += value_len
+            p = _copy(write_varint(p, <int32_t>value_len), value, value_len)
         if headers is None:
             p[0] = 0
-            p += 1
         else:
-            p = _write_headers(p, headers)
+            _write_headers(p, end, headers)
         self._pos += total
-        if self._count == 0:
+        if offset_delta == 0:
             self._first_ts = timestamp
             self._max_ts = timestamp
         elif timestamp > self._max_ts:
@@ -327,41 +423,31 @@ cdef class RecordBatchBuilder:
 
     cpdef int try_append(self, long long timestamp, object key, object value,
                          object headers=None) except -2:
-        """Append a record; its offset delta, or -1 when it does not fit in write_limit."""
+        """Append a record; its offset delta (0, 1, ...), or -1 when it does not fit in
+        write_limit (nothing written). key/value: bytes-like or None; headers: None or a list of
+        (str, bytes-like or None) pairs."""
         cdef Py_buffer kb, vb
         cdef bint kview = False, vview = False
         cdef const unsigned char* kp = NULL
         cdef const unsigned char* vp = NULL
         cdef Py_ssize_t kl = -1, vl = -1
+        if type(key) is bytes:
+            kp = <const unsigned char*>PyBytes_AS_STRING(key)
+            kl = PyBytes_GET_SIZE(key)
+        elif key is not None:
+            _get_buffer(key, &kb, "key")
+            kview = True
+            kp = <const unsigned char*>kb.buf
+            kl = kb.len
         try:
-            if key is not None:
-                if type(key) is bytes:
-                    kp = <const unsigned char*>PyBytes_AS_STRING(key)
-                    kl = PyBytes_GET_SIZE(key)
-                else:
-                    try:
-                        PyObject_GetBuffer(key, &kb, PyBUF_SIMPLE)
-                    except (TypeError, BufferError):
-                        raise TypeError(
-                            f"key must be bytes-like or None, got {type(key).__name__}"
-                        ) from None
-                    kview = True
-                    kp = <const unsigned char*>kb.buf
-                    kl = kb.len
-            if value is not None:
-                if type(value) is bytes:
-                    vp = <const unsigned char*>PyBytes_AS_STRING(value)
-                    vl = PyBytes_GET_SIZE(value)
-                else:
-                    try:
-                        PyObject_GetBuffer(value, &vb, PyBUF_SIMPLE)
-                    except (TypeError, BufferError):
-                        raise TypeError(
-                            f"value must be bytes-like or None, got {type(value).__name__}"
-                        ) from None
-                    vview = True
-                    vp = <const unsigned char*>vb.buf
-                    vl = vb.len
+            if type(value) is bytes:
+                vp = <const unsigned char*>PyBytes_AS_STRING(value)
+                vl = PyBytes_GET_SIZE(value)
+            elif value is not None:
+                _get_buffer(value, &vb, "value")
+                vview = True
+                vp = <const unsigned char*>vb.buf
+                vl = vb.len
             return self.append_raw(timestamp, kp, kl, vp, vl, headers)
         finally:
             if kview:
@@ -372,20 +458,22 @@ cdef class RecordBatchBuilder:
     def has_room_for(self, long long timestamp, key, value, headers=None):
         """Java's ``hasRoomFor``: whether try_append would take this record now."""
         cdef Py_ssize_t body, total
+        cdef Py_ssize_t klen = _len_of(key, "key"), vlen = _len_of(value, "value")
+        cdef Py_ssize_t hsize = _headers_size(headers)
         if self._closed:
             return False
         if self._count == 0:
             return True
-        body = _body_size(self._count, timestamp - self._first_ts, _len_of(key, "key"),
-                          _len_of(value, "value"), _headers_size(headers))
-        total = uvarint_size(<uint32_t>(body << 1)) + body
-        return (self._estimated(self._pos - RECORDS_OFFSET + total) <= self._write_limit
+        body = _body_size(self._count, _delta(timestamp, self._first_ts), klen, vlen, hsize)
+        total = uvarint_size(<uint64_t>body << 1) + body
+        return (self._estimated(self._pos - RECORDS_OFFSET) + total <= self._write_limit
                 and (self._codec != 0 or self._pos + total <= self._capacity))
 
     def set_producer_state(self, long long producer_id, int producer_epoch, int base_sequence,
                            bint is_transactional):
         """Producer id/epoch/base sequence and the transactional flag. After close() the header
         fields and the CRC are rewritten in place (Java's reopenAndRewriteProducerState)."""
+        _check_epoch(producer_epoch)
         self._producer_id = producer_id
         self._producer_epoch = <int16_t>producer_epoch
         self._base_sequence = base_sequence
@@ -395,16 +483,19 @@ cdef class RecordBatchBuilder:
 
     cdef void _write_header(self) noexcept:
         cdef unsigned char* h
-        cdef int16_t attributes = <int16_t>(self._codec | (TRANSACTIONAL_FLAG if self._transactional else 0))
+        cdef int16_t attributes = <int16_t>(
+            self._codec | (TRANSACTIONAL_FLAG if self._transactional else 0)
+        )
         cdef uint32_t crc
+        cdef size_t n = <size_t>(self._size - ATTRIBUTES_OFFSET)
         if self._out is None:
             h = self._buf
         else:
-            h = <unsigned char*><char*>self._out
+            h = <unsigned char*>PyByteArray_AS_STRING(self._out)
         write_be64(h + BASE_OFFSET_OFFSET, 0)
         write_be32(h + LENGTH_OFFSET, <int32_t>(self._size - PARTITION_LEADER_EPOCH_OFFSET))
         write_be32(h + PARTITION_LEADER_EPOCH_OFFSET, -1)
-        h[MAGIC_OFFSET] = 2
+        h[MAGIC_OFFSET] = MAGIC
         write_be16(h + ATTRIBUTES_OFFSET, attributes)
         write_be32(h + LAST_OFFSET_DELTA_OFFSET, self._count - 1 if self._count > 0 else 0)
         write_be64(h + BASE_TIMESTAMP_OFFSET, self._first_ts)
@@ -413,30 +504,42 @@ cdef class RecordBatchBuilder:
         write_be16(h + PRODUCER_EPOCH_OFFSET, self._producer_epoch)
         write_be32(h + BASE_SEQUENCE_OFFSET, self._base_sequence)
         write_be32(h + RECORDS_COUNT_OFFSET, self._count)
-        with nogil:
-            crc = crc32c_update(0, h + ATTRIBUTES_OFFSET, <size_t>(self._size - ATTRIBUTES_OFFSET))
+        if n >= NOGIL_COPY:
+            with nogil:
+                crc = crc32c_update(0, h + ATTRIBUTES_OFFSET, n)
+        else:
+            crc = crc32c_update(0, h + ATTRIBUTES_OFFSET, n)
         write_be32(h + CRC_OFFSET, <int32_t>crc)
 
     def close(self):
-        """Compress (when a codec is set), fill the header and CRC. Idempotent."""
+        """Compress the records (when a codec is set), fill the header and the CRC. Idempotent.
+
+        The compressed records go back over the uncompressed ones in the same buffer when they
+        fit; otherwise (incompressible data) the batch moves to a new bytearray. An empty builder
+        closes to a 61-byte header with no records.
+        """
         cdef Py_ssize_t n
-        cdef const unsigned char* src
+        cdef Py_buffer cb
         cdef unsigned char* dst
         if self._closed:
             return
         if self._codec != 0 and self._count > 0:
             raw = self._mv[RECORDS_OFFSET:self._pos]
-            compressed = _compression.compress(self._codec, raw)
-            raw.release()
-            n = len(compressed)
-            src = <const unsigned char*>PyBytes_AS_STRING(compressed)
-            if RECORDS_OFFSET + n <= self._capacity:
-                dst = self._buf + RECORDS_OFFSET
-            else:
-                self._out = bytearray(RECORDS_OFFSET + n)
-                dst = <unsigned char*><char*>self._out + RECORDS_OFFSET
-            with nogil:
-                memcpy(dst, src, n)
+            try:
+                compressed = _compression.compress(self._codec, raw)
+            finally:
+                raw.release()
+            PyObject_GetBuffer(compressed, &cb, PyBUF_SIMPLE)
+            try:
+                n = cb.len
+                if RECORDS_OFFSET + n <= self._capacity:
+                    dst = self._buf + RECORDS_OFFSET
+                else:
+                    self._out = PyByteArray_FromStringAndSize(NULL, RECORDS_OFFSET + n)
+                    dst = <unsigned char*>PyByteArray_AS_STRING(self._out) + RECORDS_OFFSET
+                _copy(dst, cb.buf, n)
+            finally:
+                PyBuffer_Release(&cb)
             self._size = RECORDS_OFFSET + n
         else:
             self._size = self._pos
@@ -462,10 +565,13 @@ cdef class RecordBatchBuilder:
 
     @property
     def estimated_size_in_bytes(self):
+        """Java's estimatedSizeInBytes: the final size once closed, else header + records
+        written (x compression_ratio_estimate x 1.05 with a codec)."""
         return self._size if self._closed else self._estimated(self._pos - RECORDS_OFFSET)
 
     @property
     def uncompressed_size(self):
+        """Header + records as written, before compression."""
         return self._pos
 
     @property
@@ -481,6 +587,7 @@ cdef class RecordBatchBuilder:
 
     @property
     def capacity(self):
+        """Bytes the builder can write without growing (the caller's buffer, or its copy)."""
         return self._capacity
 
     cdef bint is_full_c(self) noexcept:
@@ -511,6 +618,7 @@ cdef class RecordBatchBuilder:
 
     @property
     def last_offset_delta(self):
+        """Offset delta of the last record (-1 while empty)."""
         return self._count - 1
 
     @property
@@ -528,3 +636,39 @@ cdef class RecordBatchBuilder:
     @property
     def is_transactional(self):
         return self._transactional
+
+
+cdef int _check_epoch(int producer_epoch) except -1:
+    if producer_epoch < -32768 or producer_epoch > 32767:
+        raise ValueError(f"producer_epoch must fit in an int16, got {producer_epoch}")
+    return 0
+
+
+def _append_raw_loop(RecordBatchBuilder builder, long long timestamp, key, value, Py_ssize_t n,
+                     headers=None):
+    """Test/benchmark hook for the C-level path: ``append_raw`` the same record up to ``n``
+    times (key/value bytes-like or None); how many went in before the first refusal."""
+    cdef Py_buffer kb, vb
+    cdef bint kview = False, vview = False
+    cdef const unsigned char* kp = NULL
+    cdef const unsigned char* vp = NULL
+    cdef Py_ssize_t kl = -1, vl = -1, i = 0
+    if key is not None:
+        _get_buffer(key, &kb, "key")
+        kview = True
+        kp = <const unsigned char*>kb.buf
+        kl = kb.len
+    try:
+        if value is not None:
+            _get_buffer(value, &vb, "value")
+            vview = True
+            vp = <const unsigned char*>vb.buf
+            vl = vb.len
+        while i < n and builder.append_raw(timestamp, kp, kl, vp, vl, headers) >= 0:
+            i += 1
+        return i
+    finally:
+        if kview:
+            PyBuffer_Release(&kb)
+        if vview:
+            PyBuffer_Release(&vb)
