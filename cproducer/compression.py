@@ -16,6 +16,7 @@ Per-batch calls (never per record); the codec libraries release the GIL while th
 from __future__ import annotations
 
 import struct
+import threading
 import zlib
 from typing import Any, Callable, Dict, Optional
 
@@ -85,11 +86,11 @@ def _gzip_compress(data: Any, level: int = -1) -> bytes:
 def _snappy_compress(data: Any, level: int = -1) -> bytes:
     snappy = _snappy()
     view = memoryview(data).cast("B")
-    parts = [XERIAL_HEADER]
+    parts: list = [XERIAL_HEADER]
     for start in range(0, len(view), XERIAL_BLOCK):
-        block = bytes(snappy.compress_raw(view[start : start + XERIAL_BLOCK]))
+        block = snappy.compress_raw(view[start : start + XERIAL_BLOCK])
         parts.append(struct.pack(">i", len(block)))
-        parts.append(block)
+        parts.append(block)  # joined below without a per-chunk bytes copy
     return b"".join(parts)
 
 
@@ -105,12 +106,20 @@ def _lz4_compress(data: Any, level: int = -1) -> bytes:
     )
 
 
-_zstd_compressors: Dict[int, Any] = {}
+# A ZstdCompressor keeps its (large) context between calls but must not be shared by threads:
+# one per thread and level.
+_zstd_local = threading.local()
 
 
 def _zstd_compress(data: Any, level: int = 3) -> bytes:
-    zstandard = _zstd()
-    return zstandard.ZstdCompressor(level=level).compress(data)
+    cache: Optional[Dict[int, Any]] = getattr(_zstd_local, "compressors", None)
+    if cache is None:
+        cache = _zstd_local.compressors = {}
+    compressor = cache.get(level)
+    if compressor is None:
+        # the frame carries its content size (kafka-python's one-shot decoder needs it)
+        compressor = cache[level] = _zstd().ZstdCompressor(level=level, write_content_size=True)
+    return compressor.compress(data)
 
 
 _COMPRESS: Dict[int, Callable[..., bytes]] = {
@@ -148,6 +157,8 @@ def _snappy_decompress(data: Any) -> bytes:
     view = memoryview(data).cast("B")
     if bytes(view[:8]) != XERIAL_MAGIC:
         return bytes(snappy.decompress_raw(view))
+    if len(view) < 16:
+        raise ValueError("truncated xerial snappy header")
     pos, out = 16, []
     while pos < len(view):
         if pos + 4 > len(view):
@@ -161,13 +172,41 @@ def _snappy_decompress(data: Any) -> bytes:
     return b"".join(out)
 
 
+def _gzip_decompress(data: Any) -> bytes:
+    # concatenated gzip members are read one after another, as Java's GZIPInputStream does
+    out, rest = [], bytes(data)
+    while True:
+        d = zlib.decompressobj(47)
+        out.append(d.decompress(rest))
+        if not d.eof:
+            raise ValueError("truncated gzip stream")
+        rest = d.unused_data
+        if not rest:
+            return b"".join(out)
+
+
+def _zstd_decompress(data: Any) -> bytes:
+    # frames without a content size, and several frames in a row (Java's ZstdInputStream)
+    zstandard = _zstd()
+    out, rest = [], bytes(data)
+    while True:
+        d = zstandard.ZstdDecompressor().decompressobj()
+        out.append(d.decompress(rest))
+        if not d.eof:
+            raise ValueError("truncated zstd frame")
+        rest = d.unused_data
+        if not rest:
+            return b"".join(out)
+
+
 def decompress(codec: int, data: Any) -> bytes:
+    """Decompress a records section written with the codec of attribute code ``codec``."""
     if codec == CODEC_GZIP:
-        return zlib.decompress(bytes(data), 47)
+        return _gzip_decompress(data)
     if codec == CODEC_SNAPPY:
         return _snappy_decompress(data)
     if codec == CODEC_LZ4:
         return _lz4().decompress(bytes(data))
     if codec == CODEC_ZSTD:
-        return _zstd().ZstdDecompressor().decompressobj().decompress(bytes(data))
+        return _zstd_decompress(data)
     raise ValueError(f"unknown compression codec {codec}; expected 1..4")
