@@ -68,3 +68,105 @@ def test_codec_names() -> None:
     ]
     with pytest.raises(ValueError, match="compression type must be one of"):
         c.codec_id("brotli")
+
+
+@pytest.mark.parametrize("codec", [1, 2, 3, 4])
+def test_kafka_pythons_decoders_read_what_we_compress(codec: int) -> None:
+    from kafka import codec as kc
+
+    decode = {1: kc.gzip_decode, 2: kc.snappy_decode, 3: kc.lz4_decode, 4: kc.zstd_decode}[codec]
+    data = b"".join(b"line %d " % i + os.urandom(i % 13) for i in range(20_000))
+    assert decode(c.compress(codec, data)) == data
+
+
+@pytest.mark.parametrize("codec", [1, 2, 3, 4])
+def test_we_read_what_kafka_python_compresses(codec: int) -> None:
+    from kafka import codec as kc
+
+    encode = {1: kc.gzip_encode, 2: kc.snappy_encode, 3: kc.lz4_encode, 4: kc.zstd_encode}[codec]
+    data = b"payload " * 20_000 + os.urandom(5000)
+    kwargs = {"xerial_compatible": True} if codec == 2 else {}
+    assert c.decompress(codec, encode(data, **kwargs)) == data
+
+
+def test_zstd_frame_carries_its_content_size() -> None:
+    import zstandard
+
+    out = c.compress(c.CODEC_ZSTD, b"abc" * 1000)
+    assert zstandard.frame_content_size(out) == 3000
+
+
+def test_zstd_streamed_frames_without_content_size_and_several_frames() -> None:
+    import zstandard
+
+    # what Java's ZstdOutputStream writes: no content size in the frame header
+    cobj = zstandard.ZstdCompressor(write_content_size=False).compressobj()
+    streamed = cobj.compress(b"first " * 500) + cobj.flush()
+    assert zstandard.frame_content_size(streamed) == -1
+    two = streamed + zstandard.ZstdCompressor().compress(b"second")
+    assert c.decompress(c.CODEC_ZSTD, two) == b"first " * 500 + b"second"
+
+
+def test_gzip_reads_concatenated_members() -> None:
+    data = gzip.compress(b"one ") + gzip.compress(b"two")
+    assert c.decompress(c.CODEC_GZIP, data) == b"one two"
+
+
+@pytest.mark.parametrize("codec", [1, 2, 3, 4])
+def test_truncated_input_is_an_error(codec: int) -> None:
+    out = c.compress(codec, os.urandom(70_000))
+    with pytest.raises(Exception):  # noqa: B017 - each library has its own error type
+        c.decompress(codec, out[: len(out) // 2])
+
+
+def test_snappy_truncated_xerial_header_and_chunk() -> None:
+    out = c.compress(c.CODEC_SNAPPY, b"x" * 1000)
+    with pytest.raises(ValueError, match="truncated xerial snappy header"):
+        c.decompress(c.CODEC_SNAPPY, out[:12])
+    with pytest.raises(ValueError, match="truncated xerial snappy chunk"):
+        c.decompress(c.CODEC_SNAPPY, out[:-3])
+
+
+def test_any_buffer_is_accepted() -> None:
+    data = bytearray(b"abc" * 5000)
+    for codec in (1, 2, 3, 4):
+        for src in (data, memoryview(data), memoryview(bytes(data))[100:]):
+            assert c.decompress(codec, c.compress(codec, src)) == bytes(src)
+
+
+def test_unknown_codec() -> None:
+    with pytest.raises(ValueError, match="unknown compression codec 7; expected 1..4"):
+        c.compress(7, b"x")
+    with pytest.raises(ValueError, match="unknown compression codec 0; expected 1..4"):
+        c.decompress(0, b"x")
+
+
+@pytest.mark.parametrize(
+    "codec,module,extra",
+    [(c.CODEC_SNAPPY, "cramjam", "snappy"), (c.CODEC_ZSTD, "zstandard", "zstd")],
+)
+def test_missing_optional_library_names_the_codec_and_the_extra(
+    monkeypatch, codec: int, module: str, extra: str
+) -> None:
+    import sys
+    import threading
+
+    monkeypatch.setitem(sys.modules, module, None)  # import now raises ImportError
+    monkeypatch.setattr(c, "_zstd_local", threading.local())  # no cached compressor
+    name = c.NAMES[codec]
+    message = rf"{name} compression needs the '{module}' package: pip install cproducer\[{extra}\]"
+    for call in (
+        lambda: c.compress(codec, b"x"),
+        lambda: c.decompress(codec, b"x"),
+        lambda: c.check_available(codec),
+    ):
+        with pytest.raises(ImportError, match=message):
+            call()
+    monkeypatch.undo()
+    c.check_available(codec)
+
+
+def test_codec_names_are_case_insensitive_and_errors_list_the_names() -> None:
+    assert c.codec_id("GZIP") == 1 and c.codec_id("Zstd") == 4
+    with pytest.raises(ValueError, match="none, gzip, snappy, lz4, zstd; got 'lz5'"):
+        c.codec_id("lz5")

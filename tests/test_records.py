@@ -1,32 +1,49 @@
-"""RecordBatchBuilder: bytes equal kafka-python's builder; every codec decodes with kafka-python."""
+"""RecordBatchBuilder: bytes equal kafka-python's builder; every codec decodes with kafka-python.
+
+Peers that prove the bytes: kafka-python's ``DefaultRecordBatchBuilder`` (uncompressed bytes and
+record sizes), its ``DefaultRecordBatch`` decoder (every codec) and the ``crc32c`` package.
+"""
 
 from __future__ import annotations
 
+import random
+import threading
 import time
 
 import crc32c as reference_crc
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
+from cproducer import compression
 from cproducer._records import (
+    CODEC_GZIP,
+    CODEC_LZ4,
+    CODEC_NONE,
+    CODEC_SNAPPY,
+    CODEC_ZSTD,
+    COMPRESSION_RATE_ESTIMATION_FACTOR,
     RECORD_BATCH_OVERHEAD,
     RecordBatchBuilder,
+    _append_raw_loop,
     estimate_size_in_bytes_upper_bound,
     record_size_in_bytes,
 )
 
-CODECS = [0, 1, 2, 3, 4]
+CODECS = [CODEC_NONE, CODEC_GZIP, CODEC_SNAPPY, CODEC_LZ4, CODEC_ZSTD]
+NOW = 1_700_000_000_000
 
 
 def sample_records(n=60):
     out = []
     for i in range(n):
-        key = None if i % 5 == 0 else f"key-{i}".encode()
-        value = None if i % 7 == 3 else (b"value-%d-" % i) * (i % 9)
-        headers = [("trace", b"t%d" % i), ("ключ-ü", None)] if i % 2 else []
-        out.append((1_700_000_000_000 + i * 3 - (i % 4) * 5, key, value, headers))
+        key = None if i % 5 == 0 else (b"" if i % 11 == 1 else f"key-{i}".encode())
+        value = None if i % 7 == 3 else (b"value-%d-" % i) * (i % 9) + b"x" * (i * 3)
+        headers = [("trace", b"t%d" % i), ("ключ-ü", None), ("e", b"")] if i % 2 else []
+        # timestamps go up and down: negative deltas and a max that is not the last one
+        out.append((NOW + i * 3 - (i % 4) * 5, key, value, headers))
     return out
 
 
@@ -38,17 +55,22 @@ def kafka_python_batch(records, producer_id=-1, epoch=-1, base_sequence=-1, txn=
         producer_id=producer_id,
         producer_epoch=epoch,
         base_sequence=base_sequence,
-        batch_size=10**7,
+        batch_size=10**9,
     )
     for offset, (ts, key, value, headers) in enumerate(records):
         kb.append(offset, ts, key, value, headers)
     return bytes(kb.build())
 
 
-def ours(records, codec=0, size=10**6, **state):
-    b = RecordBatchBuilder(bytearray(size), codec, **state)
-    for ts, key, value, headers in records:
-        assert b.try_append(ts, key, value, headers or None) >= 0
+def space_for(records) -> int:
+    return sum(estimate_size_in_bytes_upper_bound(k, v, h) for _, k, v, h in records)
+
+
+def ours(records, codec=CODEC_NONE, size=None, **state):
+    size = size or space_for(records) + 100
+    b = RecordBatchBuilder(bytearray(size), codec, 2 * size, **state)
+    for i, (ts, key, value, headers) in enumerate(records):
+        assert b.try_append(ts, key, value, headers or None) == i
     b.close()
     return b, bytes(b.buffer())
 
@@ -60,148 +82,569 @@ def same_but_leader_epoch(a: bytes, b: bytes) -> bool:
 
 
 def decode(buf: bytes):
+    """Records as kafka-python reads them, after checking the CRC with two peers."""
+    assert int.from_bytes(buf[8:12], "big") == len(buf) - 12
+    assert buf[12:17] == b"\xff\xff\xff\xff\x02"
     batch = DefaultRecordBatch(buf)
     assert batch.validate_crc()
     assert reference_crc.crc32c(buf[21:]) == int.from_bytes(buf[17:21], "big")
     return [(r.offset, r.timestamp, r.key, r.value, r.headers) for r in batch]
 
 
+def expected(records):
+    return [
+        (i, ts, k, v, [tuple(h) for h in (hs or [])]) for i, (ts, k, v, hs) in enumerate(records)
+    ]
+
+
+# ------------------------------------------------------------------ bytes and decoding
+
+
 def test_uncompressed_equals_kafka_python_byte_for_byte() -> None:
-    recs = sample_records()
+    recs = sample_records(300)  # offset deltas and lengths past one varint byte
     _, data = ours(recs)
     assert same_but_leader_epoch(data, kafka_python_batch(recs))
     assert data[12:16] == b"\xff\xff\xff\xff"
 
 
-def test_producer_state_and_transactional_flag_equal_kafka_python() -> None:
+@pytest.mark.parametrize(
+    "state",
+    [(123456789, 3, 77, True), (2**62, 32767, 2**31 - 1, False), (0, 0, 0, True)],
+)
+def test_producer_state_and_transactional_flag_equal_kafka_python(state) -> None:
     recs = sample_records(10)
-    _, data = ours(
-        recs, producer_id=123456789, producer_epoch=3, base_sequence=77, is_transactional=True
+    pid, epoch, seq, txn = state
+    b, data = ours(
+        recs, producer_id=pid, producer_epoch=epoch, base_sequence=seq, is_transactional=txn
     )
-    ref = kafka_python_batch(recs, 123456789, 3, 77, True)
-    assert same_but_leader_epoch(data, ref)
+    assert same_but_leader_epoch(data, kafka_python_batch(recs, pid, epoch, seq, txn))
+    assert (b.producer_id, b.producer_epoch, b.base_sequence, b.is_transactional) == state
 
 
-def test_set_producer_state_after_close_rewrites_header_and_crc() -> None:
-    recs = sample_records(10)
-    b, _ = ours(recs)
-    b.set_producer_state(42, 1, 500, False)
-    data = bytes(b.buffer())
-    assert same_but_leader_epoch(data, kafka_python_batch(recs, 42, 1, 500, False))
-    batch = DefaultRecordBatch(data)
-    assert (batch.producer_id, batch.producer_epoch, batch.base_sequence) == (42, 1, 500)
+def test_single_records_equal_kafka_python() -> None:
+    for rec in [
+        (NOW, None, None, []),
+        (0, b"", b"", []),
+        (-1, b"k", None, [("", None)]),  # no timestamp
+        (2**62, None, b"v" * 200, [("h" * 130, b"x" * 300)]),
+    ]:
+        _, data = ours([rec])
+        assert same_but_leader_epoch(data, kafka_python_batch([rec])), rec
 
 
 @pytest.mark.parametrize("codec", CODECS)
 def test_every_codec_decodes_with_kafka_python(codec: int) -> None:
-    recs = sample_records(200)
-    _, data = ours(recs, codec)
-    got = decode(data)
-    assert got == [(i, ts, k, v, h) for i, (ts, k, v, h) in enumerate(recs)]
-    assert DefaultRecordBatch(data).compression_type == codec
+    recs = sample_records(500)
+    b, data = ours(recs, codec, producer_id=9, producer_epoch=2, base_sequence=40)
+    assert decode(data) == expected(recs)
+    batch = DefaultRecordBatch(data)
+    assert batch.compression_type == codec
+    assert (batch.producer_id, batch.producer_epoch, batch.base_sequence) == (9, 2, 40)
+    assert batch.first_timestamp == recs[0][0] == b.first_timestamp
+    assert batch.max_timestamp == max(r[0] for r in recs) == b.max_timestamp
+    assert batch.last_offset_delta == 499 == b.last_offset_delta
+    assert batch.records_count == 500 == b.num_records
+    assert len(data) == b.size_in_bytes
+    assert b.uncompressed_size == RECORD_BATCH_OVERHEAD + sum(
+        record_size_in_bytes(i, ts - recs[0][0], k, v, h) for i, (ts, k, v, h) in enumerate(recs)
+    )
+    if codec:
+        assert len(data) < b.uncompressed_size
+        assert compression.decompress(codec, data[61:])[:1] != b""
 
 
-def test_try_append_refuses_exactly_when_java_would() -> None:
-    limit = 1000
-    b = RecordBatchBuilder(bytearray(4096), 0, limit)
-    ts0 = 1000
-    written = RECORD_BATCH_OVERHEAD
-    i = 0
+def test_empty_builder_closes_to_a_header_without_records() -> None:
+    b = RecordBatchBuilder(bytearray(100))
+    b.close()
+    data = bytes(b.buffer())
+    assert len(data) == RECORD_BATCH_OVERHEAD and b.last_offset_delta == -1
+    assert decode(data) == []
+
+
+# ------------------------------------------------------------------ the buffer
+
+
+def test_records_are_written_into_the_callers_buffer_and_buffer_is_a_view() -> None:
+    buf = bytearray(4096)
+    b = RecordBatchBuilder(buf)
+    b.try_append(NOW, b"key", b"value")
+    b.close()
+    view = b.buffer()
+    assert view.obj is buf and len(view) == b.size_in_bytes
+    assert bytes(buf[: len(view)]) == bytes(view)
+
+
+@pytest.mark.parametrize("codec", [CODEC_GZIP, CODEC_SNAPPY, CODEC_LZ4, CODEC_ZSTD])
+def test_compressed_batch_goes_back_into_the_callers_buffer(codec: int) -> None:
+    buf = bytearray(1 << 16)
+    recs: list = [(NOW + i, b"k", b"compressible " * 20, []) for i in range(100)]
+    b = RecordBatchBuilder(buf, codec)
+    for ts, k, v, _ in recs:
+        b.try_append(ts, k, v)
+    b.close()
+    view = b.buffer()
+    assert view.obj is buf
+    assert decode(bytes(view)) == expected(recs)
+
+
+@pytest.mark.parametrize("codec", [CODEC_GZIP, CODEC_SNAPPY, CODEC_LZ4, CODEC_ZSTD])
+def test_incompressible_batch_larger_than_the_buffer_moves_to_a_new_bytearray(codec) -> None:
+    rnd = random.Random(codec)
+    recs: list = [(NOW, None, rnd.randbytes(3000), [])]
+    # exactly the raw record: the compressed form (a bit larger) does not fit
+    buf = bytearray(RECORD_BATCH_OVERHEAD + record_size_in_bytes(0, 0, *recs[0][1:]))
+    b = RecordBatchBuilder(buf, codec)
+    b.try_append(*recs[0])
+    b.close()
+    view = b.buffer()
+    assert view.obj is not buf and len(view) > len(buf)
+    assert decode(bytes(view)) == expected(recs)
+    b.set_producer_state(5, 1, 10, False)  # rewrites the header of the new bytearray
+    assert DefaultRecordBatch(bytes(b.buffer())).base_sequence == 10
+    assert decode(bytes(b.buffer())) == expected(recs)
+
+
+@pytest.mark.parametrize("codec", [CODEC_GZIP, CODEC_LZ4, CODEC_ZSTD])
+def test_compressed_records_grow_past_the_callers_buffer_under_the_estimate(codec) -> None:
+    buf = bytearray(4096)
+    b = RecordBatchBuilder(buf, codec, 4096, compression_ratio_estimate=0.05)
+    recs: list = []
     while True:
-        key, value = b"k%d" % i, b"x" * 37
-        need = record_size_in_bytes(i, i, key, value, None)
-        fits = written + need <= limit
-        assert b.has_room_for(ts0 + i, key, value) == fits
-        got = b.try_append(ts0 + i, key, value)
-        if not fits:
-            assert got == -1
+        rec: tuple = (NOW + len(recs), b"key", b"the same thing again " * 10, [])
+        if b.try_append(*rec) < 0:
             break
-        assert got == i
-        written += need
-        i += 1
-    # Java's isFull: only once the estimate reaches the limit
-    assert b.num_records == i and b.size_in_bytes == written and not b.is_full
+        recs.append(rec)
+    assert b.uncompressed_size > 4 * len(buf) and b.capacity > len(buf)
+    b.close()
+    data = bytes(b.buffer())
+    assert len(data) <= 4096
+    assert decode(data) == expected(recs)
+
+
+def test_numpy_and_memoryview_buffers() -> None:
+    arr = np.zeros(1000, dtype=np.uint8)
+    b = RecordBatchBuilder(arr)
+    b.try_append(5, bytearray(b"ba"), memoryview(b"mv"))
+    b.try_append(6, np.frombuffer(b"np", dtype=np.uint8), None)
+    b.try_append(7, np.arange(3, dtype=np.int32), b"")  # any contiguous buffer, its bytes
+    b.close()
+    assert decode(bytes(b.buffer())) == [
+        (0, 5, b"ba", b"mv", []),
+        (1, 6, b"np", None, []),
+        (2, 7, np.arange(3, dtype=np.int32).tobytes(), b"", []),
+    ]
+    assert bytes(arr[: b.size_in_bytes]) == bytes(b.buffer())
+    backing = bytearray(2000)
+    b = RecordBatchBuilder(memoryview(backing)[100:900])
+    b.try_append(1, b"k", b"v")
+    b.close()
+    assert bytes(backing[100 : 100 + b.size_in_bytes]) == bytes(b.buffer())
+    assert decode(bytes(b.buffer())) == [(0, 1, b"k", b"v", [])]
+
+
+def test_large_values_are_copied_with_the_gil_released_while_other_threads_run() -> None:
+    big = random.Random(1).randbytes(8 << 20)
+    buf = bytearray(len(big) + 200)
+    ticks = []
+    stop = threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            ticks.append(1)
+
+    t = threading.Thread(target=spin)
+    t.start()
+    try:
+        b = RecordBatchBuilder(buf)
+        for _ in range(20):
+            b = RecordBatchBuilder(buf)
+            assert b.try_append(NOW, None, big) == 0
+    finally:
+        stop.set()
+        t.join()
+    b.close()
+    assert decode(bytes(b.buffer()))[0][3] == big
+
+
+# ------------------------------------------------------------------ limits (Java's hasRoomFor)
+
+
+def java_has_room(codec, ratio, limit, count, uncompressed_records, record_size) -> bool:
+    """MemoryRecordsBuilder.hasRoomFor: isFull(), first record, then the estimate."""
+    if codec == CODEC_NONE:
+        estimated = RECORD_BATCH_OVERHEAD + uncompressed_records
+    else:
+        estimated = RECORD_BATCH_OVERHEAD + int(
+            uncompressed_records * ratio * COMPRESSION_RATE_ESTIMATION_FACTOR
+        )
+    if count > 0 and limit <= estimated:
+        return False  # isFull
+    return count == 0 or limit >= estimated + record_size
+
+
+@pytest.mark.parametrize(
+    "codec,ratio,limit",
+    [(CODEC_NONE, 1.0, 1000), (CODEC_NONE, 1.0, 16384), (CODEC_LZ4, 1.0, 5000),
+     (CODEC_ZSTD, 0.4, 5000), (CODEC_GZIP, 2.5, 20000)],
+)  # fmt: skip
+def test_try_append_refuses_exactly_when_java_would(codec, ratio, limit) -> None:
+    rnd = random.Random(limit)
+    b = RecordBatchBuilder(bytearray(1 << 16), codec, limit, compression_ratio_estimate=ratio)
+    ts0 = NOW
+    records = 0
+    refused = 0
+    while refused < 20:
+        ts = ts0 + rnd.randint(-5000, 5000)
+        key = None if rnd.random() < 0.2 else rnd.randbytes(rnd.randint(0, 30))
+        value = rnd.randbytes(rnd.randint(0, 200))
+        headers = [("h", rnd.randbytes(rnd.randint(0, 9)))] * rnd.randint(0, 3)
+        size = record_size_in_bytes(records, 0 if not records else ts - ts0, key, value, headers)
+        fits = java_has_room(codec, ratio, limit, records, b.uncompressed_size - 61, size)
+        assert b.has_room_for(ts, key, value, headers) == fits
+        before = (b.uncompressed_size, b.num_records)
+        got = b.try_append(ts, key, value, headers)
+        if fits:
+            assert got == records
+            if records == 0:
+                ts0 = ts
+            records += 1
+        else:
+            assert got == -1 and (b.uncompressed_size, b.num_records) == before
+            refused += 1
+    estimate = java_has_room(codec, ratio, limit, records, b.uncompressed_size - 61, 0)
+    assert b.is_full == (not estimate)
+    b.close()
+    assert b.is_full and len(decode(bytes(b.buffer()))) == records
+
+
+def test_is_full_and_estimated_size_follow_java() -> None:
+    b = RecordBatchBuilder(bytearray(4096), CODEC_LZ4, 1000, compression_ratio_estimate=0.5)
+    assert not b.is_full and b.estimated_size_in_bytes == RECORD_BATCH_OVERHEAD
+    b.try_append(NOW, None, b"x" * 500)
+    raw = b.uncompressed_size - RECORD_BATCH_OVERHEAD
+    assert b.estimated_size_in_bytes == RECORD_BATCH_OVERHEAD + int(raw * 0.5 * 1.05)
+    assert b.size_in_bytes == b.uncompressed_size and not b.is_full
+    while b.try_append(NOW, None, b"x" * 100) >= 0:
+        pass
+    n = b.num_records
+    size = record_size_in_bytes(n, 0, None, b"x" * 100)
+    assert b.estimated_size_in_bytes + size > 1000 >= b.estimated_size_in_bytes
+    b.close()
+    assert b.estimated_size_in_bytes == b.size_in_bytes == len(b.buffer())
+    assert b.is_closed and b.is_full and b.compression_type == CODEC_LZ4 and b.write_limit == 1000
+
+
+def test_write_limit_above_the_buffer_refuses_at_the_buffer_end() -> None:
+    b = RecordBatchBuilder(bytearray(200), CODEC_NONE, 10_000)
+    assert b.try_append(1, None, b"x" * 100) == 0
+    assert b.try_append(1, None, b"x" * 100) == -1  # the buffer, not the limit, is full
+    assert b.try_append(1, None, b"x" * 10) == 1
+    b.close()
+    assert [r[3] for r in decode(bytes(b.buffer()))] == [b"x" * 100, b"x" * 10]
 
 
 def test_first_record_goes_in_even_above_the_limit() -> None:
     b = RecordBatchBuilder(bytearray(10_000), 0, 100)
     assert b.try_append(1, None, b"x" * 5000) == 0
+    assert b.is_full
     assert b.try_append(1, None, b"y") == -1
     b.close()
     assert decode(bytes(b.buffer()))[0][3] == b"x" * 5000
 
 
-def test_upper_bound_estimate_covers_the_real_size() -> None:
-    for key, value, headers in [(None, None, None), (b"k", b"v" * 300, [("a", b"b")])]:
-        b = RecordBatchBuilder(bytearray(4096))
+def test_first_record_larger_than_the_buffer_is_a_buffer_error_and_nothing_changes() -> None:
+    b = RecordBatchBuilder(bytearray(300), CODEC_GZIP)
+    need = RECORD_BATCH_OVERHEAD + record_size_in_bytes(0, 0, None, b"x" * 400)
+    with pytest.raises(BufferError, match=f"buffer too small.*need {need} bytes, have 300"):
+        b.try_append(1, None, b"x" * 400)
+    assert b.num_records == 0 and b.uncompressed_size == 61
+    assert b.try_append(7, b"k", b"v") == 0
+    b.close()
+    assert decode(bytes(b.buffer())) == [(0, 7, b"k", b"v", [])]
+
+
+def test_upper_bound_estimate_covers_the_real_size_and_equals_kafka_python() -> None:
+    cases = [
+        (None, None, None),
+        (b"", b"", []),
+        (b"k", b"v" * 300, [("a", b"b"), ("ключ", None)]),
+        (b"k" * 70_000, None, [("x" * 200, b"y" * 20_000)]),
+    ]
+    for key, value, headers in cases:
+        b = RecordBatchBuilder(bytearray(1 << 17))
         b.try_append(int(time.time() * 1000), key, value, headers)
         b.close()
-        assert len(b.buffer()) <= estimate_size_in_bytes_upper_bound(key, value, headers)
+        bound = estimate_size_in_bytes_upper_bound(key, value, headers)
+        assert len(b.buffer()) <= bound
+        assert bound == DefaultRecordBatchBuilder.estimate_size_in_bytes(key, value, headers or [])
 
 
-def test_bad_input_names_the_argument_and_builder_stays_usable() -> None:
+@settings(max_examples=200, deadline=None)
+@given(
+    offset_delta=st.integers(0, 2**31 - 1),
+    timestamp_delta=st.integers(-(2**63), 2**63 - 1),
+    key=st.one_of(st.none(), st.binary(max_size=300)),
+    value=st.one_of(st.none(), st.binary(max_size=300)),
+    headers=st.lists(st.tuples(st.text(max_size=70), st.none() | st.binary(max_size=140))),
+)
+def test_record_size_equals_kafka_python(offset_delta, timestamp_delta, key, value, headers):
+    assert record_size_in_bytes(
+        offset_delta, timestamp_delta, key, value, headers
+    ) == DefaultRecordBatchBuilder.size_in_bytes(offset_delta, timestamp_delta, key, value, headers)
+
+
+# ------------------------------------------------------------------ producer state
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_set_producer_state_after_close_rewrites_header_and_crc(codec: int) -> None:
+    recs = sample_records(30)
+    b, before = ours(recs, codec)
+    b.set_producer_state(42, 1, 500, True)
+    after = bytes(b.buffer())
+    assert len(after) == len(before) and after[61:] == before[61:]
+    assert after[17:21] != before[17:21]
+    batch = DefaultRecordBatch(after)
+    assert (batch.producer_id, batch.producer_epoch, batch.base_sequence) == (42, 1, 500)
+    assert batch.is_transactional
+    assert decode(after) == expected(recs)
+    if codec == CODEC_NONE:
+        assert same_but_leader_epoch(after, kafka_python_batch(recs, 42, 1, 500, True))
+    b.close()  # idempotent: nothing changes
+    assert bytes(b.buffer()) == after
+
+
+def test_set_producer_state_before_close() -> None:
+    recs = sample_records(5)
+    b = RecordBatchBuilder(bytearray(4096))
+    for ts, k, v, h in recs:
+        b.try_append(ts, k, v, h)
+    b.set_producer_state(7, 0, 3, False)
+    b.close()
+    assert same_but_leader_epoch(bytes(b.buffer()), kafka_python_batch(recs, 7, 0, 3, False))
+
+
+# ------------------------------------------------------------------ the C-level path
+
+
+@pytest.mark.parametrize("codec", [CODEC_NONE, CODEC_LZ4])
+def test_append_raw_matches_try_append(codec: int) -> None:
+    a = RecordBatchBuilder(bytearray(4096), codec, 1000)
+    b = RecordBatchBuilder(bytearray(4096), codec, 1000)
+    n = _append_raw_loop(a, NOW, b"key", b"v" * 50, 10**6, [("h", b"1")])
+    m = 0
+    while b.try_append(NOW, b"key", b"v" * 50, [("h", b"1")]) >= 0:
+        m += 1
+    assert n == m > 10
+    assert _append_raw_loop(a, NOW, b"key", b"v" * 50, 1) == 0  # refused like try_append
+    a.close()
+    b.close()
+    assert bytes(a.buffer()) == bytes(b.buffer())
+    c = RecordBatchBuilder(bytearray(4096))
+    assert _append_raw_loop(c, NOW, None, None, 3) == 3
+    c.close()
+    assert decode(bytes(c.buffer())) == [(i, NOW, None, None, []) for i in range(3)]
+
+
+# ------------------------------------------------------------------ bad input
+
+
+def good_then_decode(b: RecordBatchBuilder, first: int = 0) -> None:
+    """The builder is still usable after an error: a good record goes in and decodes."""
+    assert b.try_append(NOW + 1, b"ok", b"fine", [("h", b"1")]) == first
+    b.close()
+    assert decode(bytes(b.buffer()))[-1] == (first, NOW + 1, b"ok", b"fine", [("h", b"1")])
+
+
+BAD_RECORDS = [
+    ((NOW, 5, b"v", None), TypeError, "key must be bytes-like or None, got int"),
+    ((NOW, "text", b"v", None), TypeError, "key must be bytes-like or None, got str"),
+    ((NOW, b"k", "text", None), TypeError, "value must be bytes-like or None, got str"),
+    ((NOW, b"k", 1.5, None), TypeError, "value must be bytes-like or None, got float"),
+    (
+        (NOW, memoryview(b"abcdef")[::2], b"v", None),
+        TypeError,
+        r"key must be bytes-like \(a C-contiguous buffer\) or None, got memoryview",
+    ),
+    (
+        (NOW, b"k", b"v", [("ok", b"1"), ("b", b"2"), ("c", None), (b"k", b"v")]),
+        TypeError,
+        r"headers\[3\]\[0\] \(key\) must be str, got bytes",
+    ),
+    (
+        (NOW, b"k", b"v", [("a", None), ("b", 3)]),
+        TypeError,
+        r"headers\[1\]\[1\] \(value\) must be bytes-like .*or None, got int",
+    ),
+    (
+        (NOW, b"k", b"v", [("a", "text")]),
+        TypeError,
+        r"headers\[0\]\[1\] \(value\) must be bytes-like .*or None, got str",
+    ),
+    (
+        (NOW, b"k", b"v", [("a", memoryview(b"abcd")[::2])]),
+        TypeError,
+        r"headers\[0\]\[1\] \(value\) must be bytes-like \(a C-contiguous buffer\)",
+    ),
+    (
+        (NOW, b"k", b"v", [("a",)]),
+        TypeError,
+        r"headers\[0\] must be a \(str, bytes or None\) pair",
+    ),
+    (
+        (NOW, b"k", b"v", [("a", b"1", b"2")]),
+        TypeError,
+        r"headers\[0\] must be a \(str, bytes or None\) pair",
+    ),
+    ((NOW, b"k", b"v", ["ab"]), TypeError, r"headers\[0\] must be a \(str, bytes or None\) pair"),
+    ((NOW, b"k", b"v", {"a": b"b"}), TypeError, "headers must be a list or tuple .* got dict"),
+    ((NOW, b"k", b"v", "ab"), TypeError, "headers must be a list or tuple .* got str"),
+    (
+        (NOW, b"k", b"v", [("\ud800", b"x")]),
+        ValueError,
+        r"headers\[0\]\[0\] \(key\) cannot be encoded as UTF-8",
+    ),
+    ((-2, b"k", b"v", None), ValueError, "timestamp must be >= 0 .* or -1 .*, got -2"),
+]
+
+
+@pytest.mark.parametrize("codec", [CODEC_NONE, CODEC_ZSTD])
+@pytest.mark.parametrize("args,exc,message", BAD_RECORDS)
+def test_bad_record_is_refused_with_the_argument_named(codec, args, exc, message) -> None:
+    for already in (0, 1):  # as the first record and after one
+        b = RecordBatchBuilder(bytearray(1000), codec)
+        if already:
+            b.try_append(NOW, b"first", b"record")
+        before = (b.num_records, b.uncompressed_size)
+        with pytest.raises(exc, match=message):
+            b.try_append(*args)
+        assert (b.num_records, b.uncompressed_size) == before
+        if "timestamp" not in message:  # has_room_for checks the record's contents too
+            with pytest.raises(exc, match=message):
+                b.has_room_for(*args)
+        good_then_decode(b, already)
+
+
+def test_bad_sizes_functions_input_names_the_argument() -> None:
+    with pytest.raises(TypeError, match="key must be bytes-like or None, got int"):
+        estimate_size_in_bytes_upper_bound(3, None)
+    with pytest.raises(TypeError, match="value must be bytes-like or None, got str"):
+        record_size_in_bytes(0, 0, None, "x")
+    with pytest.raises(TypeError, match=r"headers\[0\]\[0\] \(key\) must be str"):
+        estimate_size_in_bytes_upper_bound(None, None, [(1, b"")])  # type: ignore[list-item]
+
+
+def test_headers_as_tuples_lists_and_list_pairs() -> None:
+    b = RecordBatchBuilder(bytearray(1000))
+    b.try_append(1, None, None, (("a", b"1"),))
+    b.try_append(2, None, None, [["b", bytearray(b"2")], ("c", memoryview(b"3"))])
+    b.try_append(3, None, None, [])
+    b.close()
+    assert [r[4] for r in decode(bytes(b.buffer()))] == [
+        [("a", b"1")],
+        [("b", b"2"), ("c", b"3")],
+        [],
+    ]
+
+
+def test_full_buffer_then_closed_builder() -> None:
     b = RecordBatchBuilder(bytearray(300))
     assert b.try_append(1, b"k", b"v") == 0
-    with pytest.raises(TypeError, match="key must be bytes-like or None, got int"):
-        b.try_append(1, 5, b"v")
-    with pytest.raises(TypeError, match="value must be bytes-like or None, got str"):
-        b.try_append(1, b"k", "text")
-    with pytest.raises(TypeError, match=r"headers\[0\]\[0\] \(key\) must be str, got bytes"):
-        b.try_append(1, b"k", b"v", [(b"k", b"v")])
-    with pytest.raises(TypeError, match=r"headers\[1\]\[1\] \(value\) must be bytes-like"):
-        b.try_append(1, b"k", b"v", [("a", None), ("b", 3)])
-    with pytest.raises(TypeError, match=r"headers\[0\] must be a \(str, bytes or None\) pair"):
-        b.try_append(1, b"k", b"v", [("a",)])
-    with pytest.raises(TypeError, match="headers must be a list"):
-        b.try_append(1, b"k", b"v", {"a": b"b"})
     assert b.try_append(1, b"k", b"x" * 1000) == -1  # full: refused, nothing written
-    with pytest.raises(BufferError, match="buffer too small"):
-        RecordBatchBuilder(bytearray(100)).try_append(1, None, b"x" * 200)
+    assert not b.has_room_for(1, b"k", b"x" * 1000)
     assert b.try_append(2, b"k2", b"v2", [("h", b"1")]) == 1
     b.close()
-    assert [r[2:] for r in decode(bytes(b.buffer()))] == [
-        (b"k", b"v", []),
-        (b"k2", b"v2", [("h", b"1")]),
-    ]
     with pytest.raises(RuntimeError, match="closed"):
         b.try_append(1, b"k", b"v")
+    assert not b.has_room_for(1, b"k", b"v")
+    assert decode(bytes(b.buffer())) == [
+        (0, 1, b"k", b"v", []),
+        (1, 2, b"k2", b"v2", [("h", b"1")]),
+    ]
 
 
-def test_any_buffer_type_for_key_and_value() -> None:
-    import numpy as np
+def test_bad_builder_arguments() -> None:
+    with pytest.raises(ValueError, match="compression_type must be 0 .* got 5"):
+        RecordBatchBuilder(bytearray(100), 5)
+    with pytest.raises(TypeError, match="buffer must be a writable C-contiguous buffer.*bytes"):
+        RecordBatchBuilder(b"x" * 100)
+    with pytest.raises(TypeError, match="buffer must be a writable .* got list"):
+        RecordBatchBuilder([0] * 100)
+    with pytest.raises(ValueError, match="buffer too small: a batch needs at least 61 bytes"):
+        RecordBatchBuilder(bytearray(60))
+    with pytest.raises(ValueError, match="producer_epoch must fit in an int16, got 40000"):
+        RecordBatchBuilder(bytearray(100), producer_epoch=40000)
+    with pytest.raises(ValueError, match="compression_ratio_estimate must be > 0"):
+        RecordBatchBuilder(bytearray(100), 3, compression_ratio_estimate=0.0)
+    b = RecordBatchBuilder(bytearray(100))
+    with pytest.raises(ValueError, match="producer_epoch must fit in an int16"):
+        b.set_producer_state(1, -40000, 0, False)
+    assert b.producer_epoch == -1
+    with pytest.raises(RuntimeError, match="close"):
+        b.buffer()
+    good_then_decode(RecordBatchBuilder(bytearray(100)))
 
-    b = RecordBatchBuilder(np.zeros(1000, dtype=np.uint8))
-    b.try_append(5, bytearray(b"ba"), memoryview(b"mv"))
-    b.try_append(6, np.frombuffer(b"np", dtype=np.uint8), None)
-    b.close()
-    assert [(r[2], r[3]) for r in decode(bytes(b.buffer()))] == [(b"ba", b"mv"), (b"np", None)]
+
+# ------------------------------------------------------------------ property tests
 
 
-header_st = st.tuples(st.text(max_size=20), st.one_of(st.none(), st.binary(max_size=50)))
+def _big_bytes(n: int, seed: int) -> bytes:
+    return random.Random(seed).randbytes(n)
+
+
+payload_st = st.one_of(
+    st.none(),
+    st.binary(max_size=100),
+    st.builds(_big_bytes, st.integers(100, 1 << 20), st.integers(0, 2**32)),
+)
+# repeated text: compressible large payloads too
+repeated_st = st.builds(
+    lambda s, n: s * n, st.binary(min_size=1, max_size=20), st.integers(1, 5000)
+)
+header_st = st.tuples(
+    st.text(max_size=20),  # any code point but surrogates: non-ASCII keys
+    st.one_of(st.none(), st.binary(max_size=50)),
+)
+timestamp_st = st.one_of(
+    st.integers(NOW - 10**6, NOW + 10**6),  # around now (deltas of either sign)
+    st.integers(0, 2**50),  # far from it
+    st.just(-1),
+)
 record_st = st.tuples(
-    st.one_of(
-        st.integers(1_600_000_000_000, 1_800_000_000_000),  # around now
-        st.integers(0, 2**40),  # far from it
-    ),
-    st.one_of(st.none(), st.binary(max_size=200)),
-    st.one_of(st.none(), st.binary(max_size=2000)),
-    st.lists(header_st, max_size=50),
+    timestamp_st,
+    st.one_of(payload_st, repeated_st),
+    st.one_of(payload_st, repeated_st),
+    st.one_of(st.lists(header_st, max_size=5), st.lists(header_st, min_size=40, max_size=50)),
 )
 
 
 @pytest.mark.parametrize("codec", CODECS)
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(records=st.lists(record_st, min_size=1, max_size=30))
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(records=st.lists(record_st, min_size=1, max_size=20))
 def test_property_round_trip_through_kafka_python(codec: int, records) -> None:
-    _, data = ours(records, codec, size=2**21)
-    assert decode(data) == [(i, ts, k, v, h) for i, (ts, k, v, h) in enumerate(records)]
+    b, data = ours(records, codec)
+    assert decode(data) == expected(records)
+    assert b.max_timestamp == max(r[0] for r in records)
+    if codec == CODEC_NONE:
+        assert same_but_leader_epoch(data, kafka_python_batch(records))
 
 
 @pytest.mark.parametrize("codec", CODECS)
 def test_megabyte_keys_and_values(codec: int) -> None:
-    import os
-
-    big = os.urandom(1 << 20)
+    big = random.Random(7).randbytes(1 << 20)
     recs = [(1, big, None, []), (2, None, big, [("x", big[:10])]), (3, b"", b"", [])]
-    _, data = ours(recs, codec, size=3 << 20)
-    assert decode(data) == [(i, ts, k, v, h) for i, (ts, k, v, h) in enumerate(recs)]
+    _, data = ours(recs, codec)
+    assert decode(data) == expected(recs)
+
+
+def test_demo_reads_back_every_codec(capsys) -> None:
+    from cproducer import demo
+
+    demo.main()
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(":")[0].strip() for line in lines] == list(compression.NAMES.values())
+    assert all("read back: same; kafka-python: same" in line for line in lines)
