@@ -28,6 +28,7 @@ from cproducer._records import (
     RECORD_BATCH_OVERHEAD,
     RecordBatchBuilder,
     _append_raw_loop,
+    _set_nogil_threshold,
     estimate_size_in_bytes_upper_bound,
     record_size_in_bytes,
 )
@@ -242,28 +243,32 @@ def test_numpy_and_memoryview_buffers() -> None:
     assert decode(bytes(b.buffer())) == [(0, 1, b"k", b"v", [])]
 
 
-def test_large_values_are_copied_with_the_gil_released_while_other_threads_run() -> None:
-    big = random.Random(1).randbytes(8 << 20)
-    buf = bytearray(len(big) + 200)
-    ticks = []
-    stop = threading.Event()
-
-    def spin():
-        while not stop.is_set():
-            ticks.append(1)
-
-    t = threading.Thread(target=spin)
-    t.start()
+@pytest.mark.parametrize("codec", [CODEC_NONE, CODEC_GZIP])
+def test_copies_and_crc_without_the_gil_write_the_same_bytes(codec: int) -> None:
+    rnd = random.Random(3)
+    recs: list = [(NOW + i, rnd.randbytes(i * 100), rnd.randbytes(i * 5000), []) for i in range(20)]
+    old = _set_nogil_threshold(1)  # every copy and the CRC released
     try:
-        b = RecordBatchBuilder(buf)
-        for _ in range(20):
-            b = RecordBatchBuilder(buf)
-            assert b.try_append(NOW, None, big) == 0
+        _, released = ours(recs, codec)
+        ticks = []
+        stop = threading.Event()
+
+        def spin():
+            while not stop.is_set():
+                ticks.append(1)
+
+        t = threading.Thread(target=spin)
+        t.start()
+        try:
+            _, contended = ours(recs, codec)
+        finally:
+            stop.set()
+            t.join()
     finally:
-        stop.set()
-        t.join()
-    b.close()
-    assert decode(bytes(b.buffer()))[0][3] == big
+        assert _set_nogil_threshold(old) == 1
+    _, held = ours(recs, codec)
+    assert released == contended == held
+    assert decode(held) == expected(recs)
 
 
 # ------------------------------------------------------------------ limits (Java's hasRoomFor)
