@@ -1,4 +1,12 @@
 # RecordBatchBuilder at C level, for other extension modules (the accumulator, send_many).
+# Keep the field and method order: modules built against this file index the object layout and
+# the method table directly (add new members only at the end, then rebuild the cimporting modules).
+#
+# append_raw(timestamp, key, key_len, value, value_len, headers): key_len/value_len -1 = null;
+# returns the record's offset delta, or -1 when Java's hasRoomFor would refuse it (nothing
+# written). Raises (nothing written, builder usable): RuntimeError when closed, BufferError when a
+# first record does not fit the physical buffer, TypeError/ValueError for bad headers or a
+# timestamp < -1.
 from libc.stdint cimport int16_t, int32_t, int64_t
 
 
