@@ -55,12 +55,12 @@ class Append:
     def track_try_append_ns_per_record(self):
         return _ns_per_record(_try_append, self.buf)
 
-    track_try_append_ns_per_record.unit = "ns/record"
+    track_try_append_ns_per_record.unit = "ns/record"  # type: ignore[attr-defined]
 
     def track_append_raw_ns_per_record(self):
         return _ns_per_record(_append_raw, self.buf)
 
-    track_append_raw_ns_per_record.unit = "ns/record"
+    track_append_raw_ns_per_record.unit = "ns/record"  # type: ignore[attr-defined]
 
 
 class Close:
@@ -100,4 +100,4 @@ class Close:
         b.close()
         return b.size_in_bytes
 
-    track_compressed_size.unit = "bytes"
+    track_compressed_size.unit = "bytes"  # type: ignore[attr-defined]
