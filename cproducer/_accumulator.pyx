@@ -24,6 +24,14 @@ from libc.stdlib cimport free, malloc
 from libc.limits cimport LLONG_MAX
 from libc.stdint cimport int32_t, int64_t
 
+from cproducer._native_mutex cimport (
+    cp_mutex,
+    cp_mutex_destroy,
+    cp_mutex_init,
+    cp_mutex_lock,
+    cp_mutex_trylock,
+    cp_mutex_unlock,
+)
 from cproducer._partitioner cimport BuiltInPartitioner, StickyPartitionInfo
 from cproducer._records cimport RecordBatchBuilder
 
@@ -799,35 +807,6 @@ class ReadyCheckResult:
         self.unknown_leader_topics = unknown_leader_topics
 
 
-cdef extern from *:
-    """
-    /* A native mutex for the deque locks: the uncontended path is one atomic operation (CPython
-       3.11's PyThread lock reads the monotonic clock even for a non-blocking try). */
-    #ifdef _WIN32
-    #include <windows.h>
-    typedef SRWLOCK cp_mutex;
-    static int cp_mutex_init(cp_mutex* m) { InitializeSRWLock(m); return 0; }
-    static void cp_mutex_destroy(cp_mutex* m) { (void)m; }
-    static int cp_mutex_trylock(cp_mutex* m) { return TryAcquireSRWLockExclusive(m) ? 1 : 0; }
-    static void cp_mutex_lock(cp_mutex* m) { AcquireSRWLockExclusive(m); }
-    static void cp_mutex_unlock(cp_mutex* m) { ReleaseSRWLockExclusive(m); }
-    #else
-    #include <pthread.h>
-    typedef pthread_mutex_t cp_mutex;
-    static int cp_mutex_init(cp_mutex* m) { return pthread_mutex_init(m, NULL); }
-    static void cp_mutex_destroy(cp_mutex* m) { pthread_mutex_destroy(m); }
-    static int cp_mutex_trylock(cp_mutex* m) { return pthread_mutex_trylock(m) == 0; }
-    static void cp_mutex_lock(cp_mutex* m) { pthread_mutex_lock(m); }
-    static void cp_mutex_unlock(cp_mutex* m) { pthread_mutex_unlock(m); }
-    #endif
-    """
-    ctypedef struct cp_mutex:
-        pass
-    int cp_mutex_init(cp_mutex* m) nogil
-    void cp_mutex_destroy(cp_mutex* m) nogil
-    int cp_mutex_trylock(cp_mutex* m) nogil
-    void cp_mutex_lock(cp_mutex* m) nogil
-    void cp_mutex_unlock(cp_mutex* m) nogil
 
 
 cdef class FastLock:

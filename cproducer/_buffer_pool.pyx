@@ -39,6 +39,15 @@ from cpython.pythread cimport (
     PyThread_type_lock,
 )
 
+from cproducer._native_mutex cimport (
+    cp_mutex,
+    cp_mutex_destroy,
+    cp_mutex_init,
+    cp_mutex_lock,
+    cp_mutex_trylock,
+    cp_mutex_unlock,
+)
+
 from cproducer.errors import BufferExhaustedError, ProducerClosedError
 
 
@@ -46,36 +55,6 @@ cdef extern from "pythread.h":
     PyLockStatus PyThread_acquire_lock_timed(PyThread_type_lock lock, long long microseconds,
                                              int intr_flag) nogil
 
-cdef extern from *:
-    """
-    /* The pool's mutex: uncontended, one atomic operation each way (a PyThread lock is a
-       semaphore, and CPython 3.11 reads the clock even for a non-blocking try: ~40 ns a pair
-       against ~8 ns). */
-    #ifdef _WIN32
-    #include <windows.h>
-    typedef SRWLOCK bp_mutex;
-    static int bp_mutex_init(bp_mutex* m) { InitializeSRWLock(m); return 0; }
-    static void bp_mutex_destroy(bp_mutex* m) { (void)m; }
-    static int bp_mutex_trylock(bp_mutex* m) { return TryAcquireSRWLockExclusive(m) ? 1 : 0; }
-    static void bp_mutex_lock(bp_mutex* m) { AcquireSRWLockExclusive(m); }
-    static void bp_mutex_unlock(bp_mutex* m) { ReleaseSRWLockExclusive(m); }
-    #else
-    #include <pthread.h>
-    typedef pthread_mutex_t bp_mutex;
-    static int bp_mutex_init(bp_mutex* m) { return pthread_mutex_init(m, NULL); }
-    static void bp_mutex_destroy(bp_mutex* m) { pthread_mutex_destroy(m); }
-    static int bp_mutex_trylock(bp_mutex* m) { return pthread_mutex_trylock(m) == 0; }
-    static void bp_mutex_lock(bp_mutex* m) { pthread_mutex_lock(m); }
-    static void bp_mutex_unlock(bp_mutex* m) { pthread_mutex_unlock(m); }
-    #endif
-    """
-    ctypedef struct bp_mutex:
-        pass
-    int bp_mutex_init(bp_mutex* m) nogil
-    void bp_mutex_destroy(bp_mutex* m) nogil
-    int bp_mutex_trylock(bp_mutex* m) nogil
-    void bp_mutex_lock(bp_mutex* m) nogil
-    void bp_mutex_unlock(bp_mutex* m) nogil
 
 
 # one native wait lasts at most this long; the deadline is then checked again (no overflow for
@@ -121,10 +100,10 @@ cdef class BufferPool:
     buffers recycled. Thread-safe."""
 
     def __cinit__(self, *args, **kwargs):
-        cdef bp_mutex* m = <bp_mutex*>PyMem_Malloc(sizeof(bp_mutex))
+        cdef cp_mutex* m = <cp_mutex*>PyMem_Malloc(sizeof(cp_mutex))
         if m == NULL:
             raise MemoryError("cannot allocate the BufferPool lock")
-        if bp_mutex_init(m) != 0:
+        if cp_mutex_init(m) != 0:
             PyMem_Free(m)
             raise MemoryError("cannot initialise the BufferPool lock")
         self._mutex = m
@@ -137,7 +116,7 @@ cdef class BufferPool:
             PyMem_Free(self._free)
             self._free = NULL
         if self._mutex != NULL:
-            bp_mutex_destroy(<bp_mutex*>self._mutex)
+            cp_mutex_destroy(<cp_mutex*>self._mutex)
             PyMem_Free(self._mutex)
             self._mutex = NULL
 
@@ -158,13 +137,13 @@ cdef class BufferPool:
     # -- the mutex ----------------------------------------------------------------------------
 
     cdef void _lock(self) noexcept:
-        if bp_mutex_trylock(<bp_mutex*>self._mutex):
+        if cp_mutex_trylock(<cp_mutex*>self._mutex):
             return
         with nogil:  # the holder may need the GIL to finish
-            bp_mutex_lock(<bp_mutex*>self._mutex)
+            cp_mutex_lock(<cp_mutex*>self._mutex)
 
     cdef void _unlock(self) noexcept:
-        bp_mutex_unlock(<bp_mutex*>self._mutex)
+        cp_mutex_unlock(<cp_mutex*>self._mutex)
 
     # -- with the mutex held --------------------------------------------------------------------
 
