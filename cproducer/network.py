@@ -42,6 +42,8 @@ log = logging.getLogger("cproducer.network")
 _SIZE = struct.Struct(">i")
 _IOV_MAX = 512
 _RECV_CHUNK = 256 * 1024
+# "no limit" for a delay (Java's Long.MAX_VALUE); callers take the min with their own bounds
+NO_DELAY_LIMIT_MS = 2**62
 
 DISCONNECTED, CONNECTING, CHECKING_API_VERSIONS, READY = (
     "disconnected",
@@ -214,10 +216,15 @@ class NetworkClient:
         return b is None or now_ms - b.last_attempt_ms >= b.backoff_ms
 
     def connection_delay(self, node: Any, now_ms: int) -> int:
-        """ms until a connection attempt to ``node`` is allowed (0 when connected or allowed)."""
+        """ms until a connection attempt to ``node`` is allowed (Java's connectionDelay).
+
+        Connecting or connected: "no limit", since the connection itself wakes the poll when it
+        completes, an answer arrives or the socket drains (a 0 here made the Sender spin while a
+        connection had its in-flight limit of requests out). Disconnected: what is left of the
+        reconnect backoff."""
         conn = self._conns.get(node.id)
         if conn is not None:
-            return 0 if conn.state == READY else 2**31
+            return NO_DELAY_LIMIT_MS
         b = self._backoff.get(node.id)
         if b is None:
             return 0

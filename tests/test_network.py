@@ -191,6 +191,8 @@ def test_in_flight_limit_per_connection() -> None:
         client.poll(0, client.time_ms())
         assert not client.can_send_more(node.id) and not client.is_ready(node, client.time_ms())
         assert client.in_flight_request_count(node.id) == 2
+        # connected: no delay limit (an answer wakes the poll), as Java's connectionDelay
+        assert client.connection_delay(node, client.time_ms()) >= 2**31
         with pytest.raises(errors.IllegalStateError, match="not ready"):
             client.send(ClientRequest(9, MetadataRequest(["t"])), client.time_ms())
     finally:
