@@ -11,7 +11,8 @@ Other columns are ignored.
 How: ``mapInArrow``. Each task hands its Arrow record batches to ``KafkaProducer.send_many``
 (values and keys are read straight from the Arrow buffers: no Python object per row), flushes at its
 end and yields one stats row (partition id, attempt, produced, delivered, errors, first error). One
-producer per Python worker process is reused across tasks. The driver sums the rows into a
+producer per Python worker process and configuration is reused across tasks (the
+four most recently used are kept; older ones are closed). The driver sums the rows into a
 :class:`DeliveryReport` and raises :class:`KafkaSinkError` naming the failed tasks unless
 ``raise_on_error=False``.
 
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import atexit
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
@@ -159,8 +161,11 @@ def _check_schema(df: Any, topic: Optional[str]) -> Dict[str, str]:
 
 # ------------------------------------------------------------------ worker side
 
-_producers: Dict[Tuple[Tuple[str, str], ...], Any] = {}
+# one producer per configuration, most recently used last; at most MAX_CACHED_PRODUCERS are kept
+# (a worker that wrote to many clusters or with many option sets closes the oldest)
+_producers: OrderedDict[Tuple[Tuple[str, str], ...], Any] = OrderedDict()
 _producers_lock = threading.Lock()
+MAX_CACHED_PRODUCERS = 4
 
 
 def _worker_producer(options: Dict[str, Any]) -> Any:
@@ -168,12 +173,18 @@ def _worker_producer(options: Dict[str, Any]) -> Any:
     from cproducer import KafkaProducer
 
     key = tuple(sorted((k, repr(v)) for k, v in options.items()))
+    evicted = []
     with _producers_lock:
         producer = _producers.get(key)
         if producer is None or producer.closed:
             producer = KafkaProducer(dict(options))
             _producers[key] = producer
-        return producer
+        _producers.move_to_end(key)
+        while len(_producers) > MAX_CACHED_PRODUCERS:
+            evicted.append(_producers.popitem(last=False)[1])
+    for old in evicted:  # a Python worker runs one task at a time: these are idle
+        old.close(timeout=30)
+    return producer
 
 
 @atexit.register

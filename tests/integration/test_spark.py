@@ -110,3 +110,24 @@ def test_bad_column_type_fails_before_any_task(spark) -> None:
     )
     with pytest.raises(ConfigError, match="column 'headers'"):
         write_to_kafka(df2, "t", bootstrap_servers="127.0.0.1:1")
+
+
+def test_worker_keeps_at_most_a_few_producers_closing_the_oldest(broker) -> None:
+    """The per-worker cache (a module-level dict: no Spark needed) closes the least recently used
+    producer past MAX_CACHED_PRODUCERS and hands back the same producer for the same options."""
+    from cproducer import spark as sink
+
+    base = {"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 1}
+    options = [
+        dict(base, **{"client.id": f"sink-cache-{i}"}) for i in range(sink.MAX_CACHED_PRODUCERS + 1)
+    ]
+    try:
+        made = [sink._worker_producer(o) for o in options[:-1]]
+        assert sink._worker_producer(options[0]) is made[0]  # reused, and now the most recent
+        newest = sink._worker_producer(options[-1])
+        assert made[1].closed  # the least recently used went
+        assert not made[0].closed and not newest.closed
+        assert len(sink._producers) == sink.MAX_CACHED_PRODUCERS
+        assert sink._worker_producer(options[1]) is not made[1]  # a closed one is replaced
+    finally:
+        sink._close_worker_producers()
