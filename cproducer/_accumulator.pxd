@@ -3,6 +3,15 @@ from cproducer._partitioner cimport BuiltInPartitioner
 from cproducer._records cimport RecordBatchBuilder
 
 
+# What a record's callback needs at completion, kept in the batch (not its future): the loop that
+# runs a batch's callbacks reads these in order, not one cold future object per record.
+cdef struct RecordThunk:
+    int rel
+    int key_size
+    int value_size
+    long long timestamp
+
+
 cdef class ProducerBatch:
     cdef readonly object topic_partition
     cdef readonly str topic
@@ -16,7 +25,7 @@ cdef class ProducerBatch:
     cdef public bint retry
     cdef readonly int final_state
     cdef readonly object result
-    cdef list thunks
+    cdef list thunks  # the callbacks, in record order; thunk_data[i] is thunks[i]'s record
     cdef list segments
     cdef public int max_record_size
     cdef public object pooled_buffer
@@ -29,6 +38,10 @@ cdef class ProducerBatch:
     cdef void _add_thunk(self, object fut, object fn) except *
     cdef bint _done(self, long long base_offset, long long log_append_time, object exc,
                     object record_exceptions, int state) except *
+    cdef RecordThunk* thunk_data
+    cdef Py_ssize_t thunk_capacity
+    cdef int _push_thunk(self, Py_ssize_t at, int rel, int key_size, int value_size,
+                         long long timestamp, object fn) except -1
 
 
 cdef class FastLock:

@@ -21,6 +21,8 @@ import numpy as np
 cimport cython
 
 from libc.stdlib cimport free, malloc
+from libc.string cimport memmove
+from cpython.mem cimport PyMem_Free, PyMem_Realloc
 from libc.limits cimport LLONG_MAX
 from libc.stdint cimport int32_t, int64_t
 
@@ -80,6 +82,7 @@ RETRY_BACKOFF_JITTER = 0.2
 
 
 @cython.no_gc
+@cython.freelist(64)
 cdef class RecordMetadata:
     """Where a record landed: immutable (Java's RecordMetadata; repr as kafka-python's)."""
     cdef readonly str topic
@@ -434,10 +437,36 @@ cdef class ProducerBatch:
         self.last_append_time = now
         fut = _new_future(self, rel, timestamp, _size_of(key), _size_of(value))
         if callback is not None:
-            # flat [future, callback, future, callback, ...]: no tuple per record
-            self.thunks.append(fut)
-            self.thunks.append(callback)
+            self._push_thunk(len(self.thunks), rel, fut._key_size, fut._value_size, timestamp,
+                             callback)
         return fut
+
+    cdef int _push_thunk(self, Py_ssize_t at, int rel, int key_size, int value_size,
+                         long long timestamp, object fn) except -1:
+        # insert fn and its record at index ``at`` of the thunks (the batch's lock held, or the
+        # batch not yet shared)
+        cdef Py_ssize_t n = len(self.thunks)
+        cdef Py_ssize_t cap
+        cdef RecordThunk* data
+        if n == self.thunk_capacity:
+            cap = 16 if n < 8 else 2 * n
+            data = <RecordThunk*>PyMem_Realloc(self.thunk_data, cap * sizeof(RecordThunk))
+            if data == NULL:
+                raise MemoryError("cannot grow a batch's callback list")
+            self.thunk_data = data
+            self.thunk_capacity = cap
+        if at < n:
+            memmove(&self.thunk_data[at + 1], &self.thunk_data[at], (n - at) * sizeof(RecordThunk))
+        self.thunk_data[at].rel = rel
+        self.thunk_data[at].key_size = key_size
+        self.thunk_data[at].value_size = value_size
+        self.thunk_data[at].timestamp = timestamp
+        self.thunks.insert(at, fn)
+        return 0
+
+    def __dealloc__(self):
+        PyMem_Free(self.thunk_data)
+        self.thunk_data = NULL
 
     def try_append(self, long long timestamp, key, value, headers, callback, long long now_ms):
         """Append a record; its future, or None when the batch has no room for it.
@@ -452,19 +481,17 @@ cdef class ProducerBatch:
         # record is already complete. A split batch forwards to the record's new batch.
         cdef FutureRecordMetadata fut = fut_obj
         cdef ProducerBatch batch
-        cdef list thunks
         cdef Py_ssize_t i
         while True:
             fut._follow()
             batch = fut._batch
             with batch._lock:
                 if batch.final_state == STATE_IN_FLIGHT:
-                    thunks = batch.thunks
-                    i = len(thunks)
-                    while i > 0 and (<FutureRecordMetadata>thunks[i - 2])._rel > fut._rel:
-                        i -= 2
-                    thunks.insert(i, fn)
-                    thunks.insert(i, fut)
+                    i = len(batch.thunks)
+                    while i > 0 and batch.thunk_data[i - 1].rel > fut._rel:
+                        i -= 1
+                    batch._push_thunk(i, fut._rel, fut._key_size, fut._value_size,
+                                      fut._create_ts, fn)
                     return
                 if batch.final_state != STATE_SPLIT:
                     break
@@ -501,10 +528,11 @@ cdef class ProducerBatch:
 
     cdef bint _done(self, long long base_offset, long long log_append_time, object exc,
                     object record_exceptions, int state) except *:
-        cdef FutureRecordMetadata fut
         cdef ProduceRequestResult r = self.result
         cdef Py_ssize_t i
-        cdef list flat
+        cdef list fns
+        cdef RecordThunk* data
+        cdef RecordMetadata md
         cdef FastLock lock = self._lock
         lock.acquire_c()
         try:
@@ -513,21 +541,33 @@ cdef class ProducerBatch:
                           FINAL_STATE_NAMES[self.final_state], FINAL_STATE_NAMES[state])
                 return False
             self.final_state = state
-            flat = self.thunks
+            fns = self.thunks
+            data = self.thunk_data
             self.thunks = []
+            self.thunk_data = NULL
+            self.thunk_capacity = 0
             segments = self.segments
             # set before the lock is released: a callback added from now on runs at once and
             # reads this outcome
             r.set(base_offset, log_append_time, exc, record_exceptions)
         finally:
             lock.release_c()
-        for i in range(0, len(flat), 2):
-            fut = flat[i]
-            fn = flat[i + 1]
-            if exc is None:
-                _run_callback(fn, fut._metadata(), None)
-            else:
-                _run_callback(fn, None, fut._error())
+        try:
+            for i in range(len(fns)):
+                if exc is None:
+                    md = RecordMetadata.__new__(RecordMetadata)
+                    md.topic = self.topic
+                    md.partition = self.partition
+                    md.offset = -1 if base_offset < 0 else base_offset + data[i].rel
+                    md.timestamp = (log_append_time if log_append_time != -1
+                                    else data[i].timestamp)
+                    md.serialized_key_size = data[i].key_size
+                    md.serialized_value_size = data[i].value_size
+                    _run_callback(fns[i], md, None)
+                else:
+                    _run_callback(fns[i], None, r.error_for(data[i].rel))
+        finally:
+            PyMem_Free(data)
         tp = self.topic_partition
         for bf, order, start, end, first_rel in segments:
             try:
@@ -648,9 +688,11 @@ cdef class ProducerBatch:
                 )
             records = _decode_records(self)
             thunks_by_rel = {}
-            for i in range(0, len(self.thunks), 2):
-                fut = self.thunks[i]
-                thunks_by_rel.setdefault(fut._rel, []).append((fut, self.thunks[i + 1]))
+            for i in range(len(self.thunks)):
+                thunks_by_rel.setdefault(self.thunk_data[i].rel, []).append(
+                    (self.thunks[i], self.thunk_data[i].key_size, self.thunk_data[i].value_size,
+                     self.thunk_data[i].timestamp)
+                )
             placement = []  # old relative offset -> (batch index, new relative offset)
             forward = []  # old relative offset -> (new batch, new relative offset)
             for rel, (ts, key, value, headers) in enumerate(records):
@@ -666,9 +708,8 @@ cdef class ProducerBatch:
                     new_rel = nb.builder.try_append(ts, key, value, headers)
                 placement.append((len(batches) - 1, new_rel))
                 forward.append((nb, new_rel))
-                for fut, fn in thunks_by_rel.get(rel, ()):
-                    nb.thunks.append(fut)
-                    nb.thunks.append(fn)
+                for fn, key_size, value_size, timestamp in thunks_by_rel.get(rel, ()):
+                    nb._push_thunk(len(nb.thunks), new_rel, key_size, value_size, timestamp, fn)
             if nb is not None:
                 _close_for_record_appends(nb.builder)
             for bf, order, start, end, first_rel in self.segments:
@@ -691,6 +732,9 @@ cdef class ProducerBatch:
             self.result.forward = forward
             self.final_state = STATE_SPLIT
             self.thunks = []
+            PyMem_Free(self.thunk_data)
+            self.thunk_data = NULL
+            self.thunk_capacity = 0
             self.segments = []
             self.result.set(-1, -1, RecordTooLargeError(
                 f"the batch of {self.topic_partition} was split into {len(batches)} batches"

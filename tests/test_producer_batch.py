@@ -445,6 +445,11 @@ def test_split_keeps_records_order_futures_and_callbacks() -> None:
     # every callback once, in record order, with its record's new offset
     got = [c[:2] if c[0] == "added" else (c[0], c[1].offset) for c in calls]
     assert got == [("added", 1000)] + [(i, 1000 + i) for i in range(40) if i % 3]
+    # each callback's metadata keeps its record's timestamp and sizes through the split
+    assert [
+        (md.topic, md.partition, md.timestamp, md.serialized_key_size, md.serialized_value_size)
+        for _, md, _ in calls[1:]
+    ] == [("topic", 3, 2000 + i, len(b"k%d" % i), 100) for i in range(40) if i % 3]
     assert not big.complete(0, -1)  # the split batch itself can no longer complete
 
 
