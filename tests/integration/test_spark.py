@@ -131,3 +131,35 @@ def test_worker_keeps_at_most_a_few_producers_closing_the_oldest(broker) -> None
         assert sink._worker_producer(options[1]) is not made[1]  # a closed one is replaced
     finally:
         sink._close_worker_producers()
+
+
+def test_streaming_dataframe_writes_each_micro_batch_through_foreach_batch(
+    spark, broker, tmp_path
+) -> None:
+    """A streaming DataFrame (parquet files, availableNow): write_to_kafka returns the writer,
+    and every row of every micro-batch arrives once."""
+    from pyspark.sql import functions as F
+
+    topic = _topic(broker, 2)
+    source = tmp_path / "in"
+    for part in range(3):  # three files, read as three micro-batches
+        spark.range(part * 1000, (part + 1) * 1000, numPartitions=1).select(
+            F.col("id").cast("string").alias("key"), F.col("id").cast("string").alias("value")
+        ).write.mode("append").parquet(str(source))
+    stream = (
+        spark.readStream.schema("key string, value string")
+        .option("maxFilesPerTrigger", 1)
+        .parquet(str(source))
+    )
+    writer = write_to_kafka(stream, topic, bootstrap_servers=broker.bootstrap_servers)
+    query = (
+        writer.trigger(availableNow=True)
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .start()
+    )
+    query.awaitTermination(120)
+    assert query.exception() is None
+    assert query.lastProgress is not None and len(query.recentProgress) >= 3
+    records = read_back(broker.bootstrap_servers, topic, 2, 3000)
+    assert sorted(int(r.value) for r in records) == list(range(3000))
+    assert all(r.key == r.value and r.partition == partition_for_key(r.key, 2) for r in records)
