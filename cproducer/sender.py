@@ -235,18 +235,24 @@ class Sender:
         return poll_timeout
 
     def _expired_in_flight_batches(self, now: int) -> List[Any]:
+        """Java's getExpiredInflightBatches: per partition, the sent batches in send order up to
+        the first one still within delivery.timeout.ms (the later ones are younger)."""
         out = []
-        for tp, batches in list(self.in_flight_batches.items()):
-            for batch in list(batches):
-                if batch.has_reached_delivery_timeout(self.delivery_timeout_ms, now):
-                    batches.remove(batch)
-                    if self.guarantee_message_order:
-                        self.accumulator.unmute_partition(tp)
+        emptied = []
+        for tp, batches in self.in_flight_batches.items():
+            while batches and batches[0].has_reached_delivery_timeout(
+                self.delivery_timeout_ms, now
+            ):
+                batch = batches.pop(0)
+                if self.guarantee_message_order:
+                    self.accumulator.unmute_partition(tp)
+                if not batch.is_done:  # completed meanwhile: nothing to fail
                     out.append(batch)
-                    # a batch may be re-enqueued later; only fail it here if still undone
             if not batches:
-                self.in_flight_batches.pop(tp, None)
-        return [b for b in out if not b.is_done]
+                emptied.append(tp)
+        for tp in emptied:
+            del self.in_flight_batches[tp]
+        return out
 
     def _remove_in_flight(self, batch: Any) -> None:
         batches = self.in_flight_batches.get(batch.topic_partition)
