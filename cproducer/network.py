@@ -123,6 +123,7 @@ class _Connection:
     recv: bytearray = field(default_factory=bytearray)
     last_activity_ms: int = 0
     api_versions_version: int = 3
+    events: int = selectors.EVENT_WRITE  # what the selector watches (registered when connecting)
 
 
 class _NodeBackoff:
@@ -316,15 +317,18 @@ class NetworkClient:
         conn.send_queue.append((views, request))
         if request.expect_response:
             conn.in_flight.append(request)
-        self._update_interest(conn)
+        # every caller goes on to _flush, which sets the selector interest once it has written
 
     def _update_interest(self, conn: _Connection) -> None:
         if conn.state == CONNECTING:
             events = selectors.EVENT_WRITE
         else:
             events = selectors.EVENT_READ | (selectors.EVENT_WRITE if conn.send_queue else 0)
+        if events == conn.events:
+            return  # an epoll_ctl per request saved when the whole request went out at once
         try:
             self._selector.modify(conn.sock, events, conn)
+            conn.events = events
         except (KeyError, ValueError):
             pass
 
