@@ -26,14 +26,8 @@ from cpython.mem cimport PyMem_Free, PyMem_Realloc
 from libc.limits cimport LLONG_MAX
 from libc.stdint cimport int32_t, int64_t
 
-from cproducer._native_mutex cimport (
-    cp_mutex,
-    cp_mutex_destroy,
-    cp_mutex_init,
-    cp_mutex_lock,
-    cp_mutex_trylock,
-    cp_mutex_unlock,
-)
+from cproducer._native_mutex cimport (cp_mutex, cp_mutex_destroy, cp_mutex_init, cp_mutex_lock,
+                                      cp_mutex_trylock, cp_mutex_unlock)
 from cproducer._partitioner cimport BuiltInPartitioner, StickyPartitionInfo
 from cproducer._records cimport RecordBatchBuilder
 

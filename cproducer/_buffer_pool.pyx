@@ -39,14 +39,8 @@ from cpython.pythread cimport (
     PyThread_type_lock,
 )
 
-from cproducer._native_mutex cimport (
-    cp_mutex,
-    cp_mutex_destroy,
-    cp_mutex_init,
-    cp_mutex_lock,
-    cp_mutex_trylock,
-    cp_mutex_unlock,
-)
+from cproducer._native_mutex cimport (cp_mutex, cp_mutex_destroy, cp_mutex_init, cp_mutex_lock,
+                                      cp_mutex_trylock, cp_mutex_unlock)
 
 from cproducer.errors import BufferExhaustedError, ProducerClosedError
 
