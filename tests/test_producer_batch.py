@@ -500,3 +500,47 @@ def test_split_single_record_larger_than_split_size() -> None:
     parts[0].complete(5, -1)
     parts[1].complete(6, -1)
     assert (f0.get(0).offset, f1.get(0).offset) == (5, 6)
+
+
+@pytest.mark.parametrize("trial", range(12))
+def test_callbacks_added_from_threads_while_the_batch_completes_run_once_each(trial: int) -> None:
+    """Threads register callbacks on random records of a batch while another thread completes
+    it: each callback runs exactly once, with its own record's offset, whether it was added before
+    (run by the completion, in record order) or after (run at once by add_callback)."""
+    import random
+
+    b = new_batch(size=1 << 17)
+    futures = [append(b, b"%d" % i, cb=None) for i in range(600)]
+    # (record, offset given, run by the completing thread)
+    seen: List[Tuple[int, int, bool]] = []
+    main = threading.current_thread()
+    lock = threading.Lock()
+    start = threading.Barrier(4)
+
+    def register(tid: int) -> None:
+        rnd = random.Random(trial * 10 + tid)
+        start.wait()
+        for k in range(300):
+            i = rnd.randrange(600)
+
+            def cb(md: Any, i: int = i) -> None:
+                with lock:
+                    seen.append((i, md.offset, threading.current_thread() is main))
+
+            futures[i].add_callback(cb)
+            if k % 5 == 0:
+                time.sleep(0)  # let the others (and the completing thread) in
+
+    threads = [threading.Thread(target=register, args=(t,)) for t in range(3)]
+    for t in threads:
+        t.start()
+    start.wait()
+    time.sleep(0.0002 * (1 + trial % 8))
+    assert b.complete(5000, -1)
+    for t in threads:
+        t.join()
+    assert len(seen) == 900  # 3 threads x 300 registrations: none lost, none run twice
+    assert all(offset == 5000 + i for i, offset, _ in seen)
+    # those registered before the completion ran in it, in record order
+    by_completion = [i for i, _, by_main in seen if by_main]
+    assert by_completion == sorted(by_completion)
