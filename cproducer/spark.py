@@ -16,7 +16,10 @@ four most recently used are kept; older ones are closed). The driver sums the ro
 :class:`DeliveryReport` and raises :class:`KafkaSinkError` naming the failed tasks unless
 ``raise_on_error=False``.
 
-Producer options default to the Java client's, except ``batch.size``: 1 MiB (bulk writes).
+Producer options default to the Java client's, except ``batch.size``: 1 MiB (bulk writes). For
+bulk writes ``compression_type="lz4"`` is worth setting: the broker stores a fraction of the bytes
+(benchmarks/spark_sink.py here: 2.4-2.7x confluent-kafka's rows/s with lz4 on both, 1.7-2.2x
+uncompressed, where the broker's work on the same cores is a third of the run).
 
 Guarantee: at-least-once. A Spark task that is retried (or speculatively re-run) produces its rows
 again; within one task attempt every row is sent once and counted as delivered or failed.
