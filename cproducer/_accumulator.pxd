@@ -45,7 +45,7 @@ cdef class ProducerBatch:
 
 
 cdef class FastLock:
-    cdef void* _lock  # a cp_mutex (pthread mutex / SRWLOCK), see _accumulator.pyx
+    cdef void* _lock  # a cp_mutex (pthread mutex / SRWLOCK), see native_mutex.h
     cdef void acquire_c(self) noexcept
     cdef void release_c(self) noexcept
 

@@ -20,14 +20,13 @@ import numpy as np
 
 cimport cython
 
-from libc.stdlib cimport free, malloc
 from libc.string cimport memmove
 from cpython.mem cimport PyMem_Free, PyMem_Realloc
 from libc.limits cimport LLONG_MAX
 from libc.stdint cimport int32_t, int64_t
 
-from cproducer._native_mutex cimport (cp_mutex, cp_mutex_destroy, cp_mutex_init, cp_mutex_lock,
-                                      cp_mutex_trylock, cp_mutex_unlock)
+from cproducer._native_mutex cimport (cp_mutex, cp_mutex_acquire, cp_mutex_free, cp_mutex_new,
+                                      cp_mutex_unlock)
 from cproducer._partitioner cimport BuiltInPartitioner, StickyPartitionInfo
 from cproducer._records cimport RecordBatchBuilder
 
@@ -852,25 +851,16 @@ cdef class FastLock:
     released, so the holder can always get the GIL back to finish and release it."""
 
     def __cinit__(self):
-        cdef cp_mutex* m = <cp_mutex*>malloc(sizeof(cp_mutex))
-        if m == NULL:
-            raise MemoryError("cannot allocate a lock")
-        if cp_mutex_init(m) != 0:
-            free(m)
-            raise MemoryError("cannot initialise a lock")
-        self._lock = m
+        self._lock = cp_mutex_new()
+        if self._lock == NULL:
+            raise MemoryError("cannot allocate or initialise a lock")
 
     def __dealloc__(self):
-        if self._lock != NULL:
-            cp_mutex_destroy(<cp_mutex*>self._lock)
-            free(self._lock)
-            self._lock = NULL
+        cp_mutex_free(<cp_mutex*>self._lock)
+        self._lock = NULL
 
     cdef void acquire_c(self) noexcept:
-        if cp_mutex_trylock(<cp_mutex*>self._lock):
-            return
-        with nogil:
-            cp_mutex_lock(<cp_mutex*>self._lock)
+        cp_mutex_acquire(<cp_mutex*>self._lock)
 
     cdef void release_c(self) noexcept:
         cp_mutex_unlock(<cp_mutex*>self._lock)

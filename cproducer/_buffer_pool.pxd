@@ -24,7 +24,7 @@ cdef class BufferPool:
     cdef Py_ssize_t _free_count
     cdef Py_ssize_t _free_capacity
     cdef list _waiters     # _Waiter, oldest first (Java's Deque<Condition>)
-    cdef void* _mutex      # a native mutex (pthread / SRWLOCK), see _buffer_pool.pyx
+    cdef void* _mutex      # a cp_mutex (pthread / SRWLOCK), see native_mutex.h
     cdef bint _closed
 
     cdef void _lock(self) noexcept

@@ -39,8 +39,8 @@ from cpython.pythread cimport (
     PyThread_type_lock,
 )
 
-from cproducer._native_mutex cimport (cp_mutex, cp_mutex_destroy, cp_mutex_init, cp_mutex_lock,
-                                      cp_mutex_trylock, cp_mutex_unlock)
+from cproducer._native_mutex cimport (cp_mutex, cp_mutex_acquire, cp_mutex_free, cp_mutex_new,
+                                      cp_mutex_unlock)
 
 from cproducer.errors import BufferExhaustedError, ProducerClosedError
 
@@ -94,13 +94,9 @@ cdef class BufferPool:
     buffers recycled. Thread-safe."""
 
     def __cinit__(self, *args, **kwargs):
-        cdef cp_mutex* m = <cp_mutex*>PyMem_Malloc(sizeof(cp_mutex))
-        if m == NULL:
-            raise MemoryError("cannot allocate the BufferPool lock")
-        if cp_mutex_init(m) != 0:
-            PyMem_Free(m)
-            raise MemoryError("cannot initialise the BufferPool lock")
-        self._mutex = m
+        self._mutex = cp_mutex_new()
+        if self._mutex == NULL:
+            raise MemoryError("cannot allocate or initialise the BufferPool lock")
 
     def __dealloc__(self):
         cdef Py_ssize_t i
@@ -109,10 +105,8 @@ cdef class BufferPool:
                 Py_XDECREF(self._free[i])
             PyMem_Free(self._free)
             self._free = NULL
-        if self._mutex != NULL:
-            cp_mutex_destroy(<cp_mutex*>self._mutex)
-            PyMem_Free(self._mutex)
-            self._mutex = NULL
+        cp_mutex_free(<cp_mutex*>self._mutex)
+        self._mutex = NULL
 
     def __init__(self, long long total_memory, Py_ssize_t poolable_size):
         if total_memory < 0:
@@ -131,10 +125,7 @@ cdef class BufferPool:
     # -- the mutex ----------------------------------------------------------------------------
 
     cdef void _lock(self) noexcept:
-        if cp_mutex_trylock(<cp_mutex*>self._mutex):
-            return
-        with nogil:  # the holder may need the GIL to finish
-            cp_mutex_lock(<cp_mutex*>self._mutex)
+        cp_mutex_acquire(<cp_mutex*>self._mutex)
 
     cdef void _unlock(self) noexcept:
         cp_mutex_unlock(<cp_mutex*>self._mutex)

@@ -23,4 +23,23 @@ static void cp_mutex_lock(cp_mutex* m) { pthread_mutex_lock(m); }
 static void cp_mutex_unlock(cp_mutex* m) { pthread_mutex_unlock(m); }
 #endif
 
+#include <stdlib.h>
+
+/* A mutex on the heap, initialised; NULL when it cannot be allocated or initialised. */
+static cp_mutex* cp_mutex_new(void) {
+    cp_mutex* m = (cp_mutex*)malloc(sizeof(cp_mutex));
+    if (m != NULL && cp_mutex_init(m) != 0) {
+        free(m);
+        m = NULL;
+    }
+    return m;
+}
+
+static void cp_mutex_free(cp_mutex* m) {
+    if (m != NULL) {
+        cp_mutex_destroy(m);
+        free(m);
+    }
+}
+
 #endif
