@@ -267,15 +267,8 @@ cdef class FutureRecordMetadata:
     cdef RecordMetadata _metadata(self):
         self._follow()
         cdef ProduceRequestResult r = self._result
-        cdef RecordMetadata md = RecordMetadata.__new__(RecordMetadata)
-        cdef ProducerBatch b = self._batch
-        md.topic = b.topic
-        md.partition = b.partition
-        md.offset = -1 if r.base_offset < 0 else r.base_offset + self._rel
-        md.timestamp = r.log_append_time if r.log_append_time != -1 else self._create_ts
-        md.serialized_key_size = self._key_size
-        md.serialized_value_size = self._value_size
-        return md
+        return _record_metadata(self._batch, r.base_offset, r.log_append_time, self._rel,
+                                self._create_ts, self._key_size, self._value_size)
 
     cdef object _error(self):
         self._follow()
@@ -357,6 +350,20 @@ cdef class FutureRecordMetadata:
         if self.is_done:
             state = "failed" if self._error() is not None else "succeeded"
         return f"<FutureRecordMetadata {self._result.topic_partition} {state}>"
+
+
+cdef inline RecordMetadata _record_metadata(ProducerBatch b, long long base_offset,
+                                            long long log_append_time, int rel,
+                                            long long create_ts, int ks, int vs):
+    # where record ``rel`` of batch ``b`` landed (offset -1 without one, as with acks=0)
+    cdef RecordMetadata md = RecordMetadata.__new__(RecordMetadata)
+    md.topic = b.topic
+    md.partition = b.partition
+    md.offset = -1 if base_offset < 0 else base_offset + rel
+    md.timestamp = log_append_time if log_append_time != -1 else create_ts
+    md.serialized_key_size = ks
+    md.serialized_value_size = vs
+    return md
 
 
 cdef inline FutureRecordMetadata _new_future(ProducerBatch batch, int rel, long long ts, int ks,
@@ -525,7 +532,6 @@ cdef class ProducerBatch:
         cdef Py_ssize_t i
         cdef list fns
         cdef RecordThunk* data
-        cdef RecordMetadata md
         cdef FastLock lock = self._lock
         lock.acquire_c()
         try:
@@ -548,15 +554,10 @@ cdef class ProducerBatch:
         try:
             for i in range(len(fns)):
                 if exc is None:
-                    md = RecordMetadata.__new__(RecordMetadata)
-                    md.topic = self.topic
-                    md.partition = self.partition
-                    md.offset = -1 if base_offset < 0 else base_offset + data[i].rel
-                    md.timestamp = (log_append_time if log_append_time != -1
-                                    else data[i].timestamp)
-                    md.serialized_key_size = data[i].key_size
-                    md.serialized_value_size = data[i].value_size
-                    _run_callback(fns[i], md, None)
+                    _run_callback(fns[i], _record_metadata(self, base_offset, log_append_time,
+                                                           data[i].rel, data[i].timestamp,
+                                                           data[i].key_size, data[i].value_size),
+                                  None)
                 else:
                     _run_callback(fns[i], None, r.error_for(data[i].rel))
         finally:
