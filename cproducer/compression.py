@@ -172,31 +172,30 @@ def _snappy_decompress(data: Any) -> bytes:
     return b"".join(out)
 
 
-def _gzip_decompress(data: Any) -> bytes:
-    # concatenated gzip members are read one after another, as Java's GZIPInputStream does
+def _read_concatenated(new_decompressor: Callable[[], Any], data: Any, what: str) -> bytes:
+    """Members or frames one after another, as Java's GZIPInputStream and ZstdInputStream read
+    them; ValueError naming ``what`` when the last one is cut short."""
     out, rest = [], bytes(data)
     while True:
-        d = zlib.decompressobj(47)
+        d = new_decompressor()
         out.append(d.decompress(rest))
         if not d.eof:
-            raise ValueError("truncated gzip stream")
+            raise ValueError(f"truncated {what}")
         rest = d.unused_data
         if not rest:
             return b"".join(out)
+
+
+def _gzip_decompress(data: Any) -> bytes:
+    return _read_concatenated(lambda: zlib.decompressobj(47), data, "gzip stream")
 
 
 def _zstd_decompress(data: Any) -> bytes:
-    # frames without a content size, and several frames in a row (Java's ZstdInputStream)
+    # also frames without a content size
     zstandard = _zstd()
-    out, rest = [], bytes(data)
-    while True:
-        d = zstandard.ZstdDecompressor().decompressobj()
-        out.append(d.decompress(rest))
-        if not d.eof:
-            raise ValueError("truncated zstd frame")
-        rest = d.unused_data
-        if not rest:
-            return b"".join(out)
+    return _read_concatenated(
+        lambda: zstandard.ZstdDecompressor().decompressobj(), data, "zstd frame"
+    )
 
 
 def decompress(codec: int, data: Any) -> bytes:
