@@ -17,6 +17,7 @@ from typing import Any, Callable, Dict, List
 
 from cproducer import errors
 from cproducer.cluster import TopicPartition
+from cproducer.network import NO_DELAY_LIMIT_MS
 from cproducer.protocol import InitProducerIdRequest, ProduceRequest
 
 log = logging.getLogger("cproducer.sender")
@@ -196,7 +197,7 @@ class Sender:
             self.metadata.request_update()
 
         ready_nodes = set(result.ready_nodes)
-        not_ready_timeout = 2**62
+        not_ready_timeout = NO_DELAY_LIMIT_MS
         for node_id in list(ready_nodes):
             node = cluster.node_by_id(node_id)
             if node is None or not self.client.ready(node, now):
