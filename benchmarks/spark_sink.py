@@ -119,6 +119,11 @@ def main(argv: Any = None) -> int:
     ap.add_argument(
         "--compression", default="none", choices=["none", "gzip", "snappy", "lz4", "zstd"]
     )
+    ap.add_argument(
+        "--no-gc-freeze",
+        action="store_true",
+        help="write_to_kafka(freeze_worker_gc=False): no worker's garbage collector is frozen",
+    )
     args = ap.parse_args(argv)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ["PYSPARK_PYTHON"] = sys.executable
@@ -170,6 +175,7 @@ def main(argv: Any = None) -> int:
                         bootstrap_servers=broker.bootstrap_servers,
                         linger_ms=args.linger_ms,
                         compression_type=args.compression,
+                        freeze_worker_gc=not args.no_gc_freeze,
                     )
                     delivered = report.delivered
                 else:

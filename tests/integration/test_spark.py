@@ -163,3 +163,79 @@ def test_streaming_dataframe_writes_each_micro_batch_through_foreach_batch(
     records = read_back(broker.bootstrap_servers, topic, 2, 3000)
     assert sorted(int(r.value) for r in records) == list(range(3000))
     assert all(r.key == r.value and r.partition == partition_for_key(r.key, 2) for r in records)
+
+
+def test_sink_defaults_are_bulk_sized_and_explicit_options_win() -> None:
+    from cproducer import spark as sink
+
+    opts = sink._producer_options("127.0.0.1:1", {"linger_ms": 5})
+    assert opts["batch.size"] == sink.SINK_BATCH_SIZE == 1048576
+    assert opts["max.request.size"] == sink.SINK_MAX_REQUEST_SIZE == 8 * 1048576
+    assert opts["send.buffer.bytes"] == -1  # the OS's autotuning
+    mine = sink._producer_options(
+        "127.0.0.1:1", {"max_request_size": 1048576, "kafka.send.buffer.bytes": 131072}
+    )
+    assert mine["max.request.size"] == 1048576 and mine["send.buffer.bytes"] == 131072
+
+
+def test_freeze_worker_gc_freezes_once_per_process() -> None:
+    import gc
+
+    from cproducer import spark as sink
+
+    assert not sink._gc_frozen and gc.get_freeze_count() == 0
+    try:
+        sink._freeze_worker_gc()
+        frozen = gc.get_freeze_count()
+        assert sink._gc_frozen and frozen > 1000  # the imported modules, at least
+        garbage = [[]]
+        garbage[0].append(garbage)  # a cycle made after the freeze is still collected
+        del garbage
+        assert gc.collect() >= 2
+        sink._freeze_worker_gc()  # a later task: nothing more is frozen
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
+        sink._gc_frozen = False
+
+
+def test_task_freezes_the_worker_gc_only_when_asked(broker, monkeypatch) -> None:
+    """The task function runs outside Spark too (TaskContext.get() is None there)."""
+    import pyarrow as pa
+
+    from cproducer import spark as sink
+
+    calls = []
+    monkeypatch.setattr(sink, "_freeze_worker_gc", lambda: calls.append(1))
+    topic = _topic(broker, 1)
+    options = sink._producer_options(broker.bootstrap_servers, {"linger.ms": 1})
+    batch = pa.RecordBatch.from_pydict({"value": pa.array([b"a", b"b"], pa.binary())})
+    try:
+        for freeze, expected_calls in ((False, 0), (True, 1)):
+            task = sink._make_task(options, topic, {"value": "binary"}, freeze)
+            (stats,) = list(task(iter([batch])))
+            assert stats.column("delivered").to_pylist() == [2]
+            assert len(calls) == expected_calls
+    finally:
+        sink._close_worker_producers()
+
+
+def test_workers_that_ran_the_sink_have_their_gc_frozen(spark, broker) -> None:
+    """Both local[2] workers run a sink task; a probe in the same (reused) workers then sees
+    objects frozen out of PySpark's after-task collection."""
+
+    def probe(batches):
+        import gc
+        import os
+
+        import pyarrow as pa
+
+        for _ in batches:
+            pass
+        yield pa.RecordBatch.from_pydict({"pid": [os.getpid()], "frozen": [gc.get_freeze_count()]})
+
+    topic = _topic(broker, 2)
+    df = spark.range(2000, numPartitions=4).selectExpr("cast(id as string) as value")
+    assert write_to_kafka(df, topic, bootstrap_servers=broker.bootstrap_servers).delivered == 2000
+    rows = df.mapInArrow(probe, "pid long, frozen long").collect()
+    assert rows and all(r.frozen > 1000 for r in rows), rows
