@@ -2,8 +2,15 @@
 
 1M rows x 100-byte values, 4 Spark partitions, local[2], a warm session (each approach runs once
 untimed first), one LocalBroker, a fresh topic per run. Every row's delivery is counted. Both
-clients get the same linger.ms and compression.type; batch sizes are each sink's default
-(cproducer's sink: 1 MiB; librdkafka: 1,000,000 bytes).
+clients get the same linger.ms and compression.type; batch and request sizes are each sink's
+default (cproducer's sink: 1 MiB batches in requests of up to 8 MiB; librdkafka: 1,000,000 bytes
+for both).
+
+All approaches run in the same reused Python workers (local[2]: two of them). cproducer's sink
+freezes each worker's garbage collector the first time it runs there (see
+cproducer.spark._freeze_worker_gc), so after the untimed first round the other approaches' tasks
+also skip the imported modules in PySpark's after-task gc.collect(). --no-gc-freeze keeps every
+worker unfrozen.
 
 Each approach runs --repeats times, interleaved with the others; the table gives the median time
 and the CPU seconds each kind of process spent during the runs (on Linux): the JVM, the Python
@@ -16,6 +23,7 @@ sink makes one per task); ours is then reused by the worker's next task.
 "mapInArrow alone" reads the same rows and produces nothing: Spark's own floor.
 
     python benchmarks/spark_sink.py [--rows 1000000] [--repeats 3] [--compression lz4]
+                                    [--no-gc-freeze]
 """
 
 from __future__ import annotations
@@ -190,7 +198,8 @@ def main(argv: Any = None) -> int:
     spark.stop()
     print(
         f"{args.rows:,} rows x 100 B, 4 partitions, local[2], linger.ms={args.linger_ms}, "
-        f"compression={args.compression}, median of {args.repeats}, Python {sys.version.split()[0]}"
+        f"compression={args.compression}, median of {args.repeats}, "
+        f"Python {sys.version.split()[0]}, workers' gc {'not ' if args.no_gc_freeze else ''}frozen"
     )
     print(
         f"{'approach':<37}{'time s':>8}{'min-max':>12}{'rows/s':>12}"
