@@ -386,9 +386,9 @@ cdef inline int _size_of(object obj) except -2:
 
 
 cdef inline void _close_for_record_appends(RecordBatchBuilder builder) noexcept:
-    # Java's closeForRecordAppends: the builder reports full and takes no more records (its
-    # bytes stay as they are; close() still finishes the batch)
-    builder._write_limit = 0
+    # Java's closeForRecordAppends: the builder reports full and takes no more records, even
+    # its first (its bytes stay as they are; close() still finishes the batch)
+    builder._appends_closed = True
 
 
 cdef class ProducerBatch:

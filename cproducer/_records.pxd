@@ -26,6 +26,7 @@ cdef class RecordBatchBuilder:
     cdef int32_t _base_sequence
     cdef bint _transactional
     cdef bint _closed
+    cdef bint _appends_closed
     cdef object _out
     cdef Py_ssize_t _size
     cdef double _ratio

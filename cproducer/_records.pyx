@@ -345,6 +345,7 @@ cdef class RecordBatchBuilder:
         self._base_sequence = base_sequence
         self._transactional = is_transactional
         self._closed = False
+        self._appends_closed = False
         self._out = None
         self._size = 0
         self._ratio = compression_ratio_estimate
@@ -377,6 +378,8 @@ cdef class RecordBatchBuilder:
         cdef unsigned char* end
         if self._closed:
             raise RuntimeError("the batch is closed: no more records can be appended")
+        if self._appends_closed:
+            return -1
         if timestamp < -1:
             _check_timestamp(timestamp)
         if headers is not None:
@@ -467,7 +470,7 @@ cdef class RecordBatchBuilder:
         cdef Py_ssize_t body, total
         cdef Py_ssize_t klen = _len_of(key, "key"), vlen = _len_of(value, "value")
         cdef Py_ssize_t hsize = _headers_size(headers)
-        if self._closed:
+        if self._closed or self._appends_closed:
             return False
         if self._count == 0:
             return True
@@ -598,9 +601,14 @@ cdef class RecordBatchBuilder:
         return self._capacity
 
     cdef bint is_full_c(self) noexcept:
-        return self._closed or (
+        return self._closed or self._appends_closed or (
             self._count > 0 and self._estimated(self._pos - RECORDS_OFFSET) >= self._write_limit
         )
+
+    def close_for_record_appends(self):
+        """Java's ``closeForRecordAppends``: full from now on, even when empty (its bytes stay as
+        they are; close() still finishes the batch)."""
+        self._appends_closed = True
 
     @property
     def is_full(self):

@@ -338,6 +338,13 @@ def test_complete_exceptionally_and_abort_check_arguments() -> None:
     assert b.final_state == IN_FLIGHT and not b.is_done
 
 
+def test_an_empty_batch_closed_for_appends_takes_no_first_record() -> None:
+    b = new_batch()
+    b.close_for_record_appends()
+    assert b.is_full() and b.try_append(1000, None, b"first", None, None, 0) is None
+    assert b.record_count == 0
+
+
 def test_abort_fails_records_and_closes_for_appends() -> None:
     calls: List[Any] = []
     b = new_batch()

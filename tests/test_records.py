@@ -339,6 +339,27 @@ def test_is_full_and_estimated_size_follow_java() -> None:
     assert b.is_closed and b.is_full and b.compression_type == CODEC_LZ4 and b.write_limit == 1000
 
 
+def test_close_for_record_appends_refuses_even_a_first_record() -> None:
+    """Java's closeForRecordAppends makes isFull true at once; a zero write limit (batch.size=0)
+    does not: it still takes one record per batch."""
+    b = RecordBatchBuilder(bytearray(1024), CODEC_NONE, 1000)
+    b.close_for_record_appends()
+    assert b.is_full and not b.is_closed and not b.has_room_for(NOW, None, b"x")
+    assert b.try_append(NOW, None, b"x") == -1 and b.num_records == 0
+    b.close()
+    assert len(decode(bytes(b.buffer()))) == 0
+    one = RecordBatchBuilder(bytearray(1024), CODEC_NONE, 0)
+    assert not one.is_full and one.has_room_for(NOW, None, b"x")
+    assert one.try_append(NOW, None, b"x") == 0
+    assert one.is_full and one.try_append(NOW, None, b"y") == -1
+    half = RecordBatchBuilder(bytearray(1024), CODEC_NONE, 1000)
+    assert half.try_append(NOW, b"k", b"v") == 0
+    half.close_for_record_appends()
+    assert half.is_full and half.try_append(NOW, b"k", b"w") == -1
+    half.close()
+    assert [(r[2], r[3]) for r in decode(bytes(half.buffer()))] == [(b"k", b"v")]
+
+
 def test_write_limit_above_the_buffer_refuses_at_the_buffer_end() -> None:
     b = RecordBatchBuilder(bytearray(200), CODEC_NONE, 10_000)
     assert b.try_append(1, None, b"x" * 100) == 0
