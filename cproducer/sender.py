@@ -388,6 +388,14 @@ class Sender:
                 self.accumulator.unmute_partition(tp)
         elif isinstance(err, errors.DuplicateSequenceNumberError):
             # the broker already has this batch: success (its offset is not known here)
+            log.debug(
+                "%s: the broker already has the batch at sequence %d (%d records, attempt %d): "
+                "completed without offset",
+                tp,
+                batch.base_sequence,
+                batch.record_count,
+                batch.attempts + 1,
+            )
             self._complete_batch(batch, -1, -1, now)
         else:
             if part is not None and part.record_errors:
