@@ -15,8 +15,12 @@ from cproducer import __version__
 from cproducer.cluster import Node
 from cproducer.errors import CorruptResponseError, UnsupportedVersionError
 from cproducer.protocol import (
+    KEY_TYPE_TRANSACTION,
+    AddPartitionsToTxnRequest,
     ApiVersionsRequest,
     CreateTopicsRequest,
+    EndTxnRequest,
+    FindCoordinatorRequest,
     InitProducerIdRequest,
     InitProducerIdResponse,
     MetadataRequest,
@@ -556,3 +560,102 @@ def test_corrupted_peer_responses_raise_only_corrupt_response() -> None:
                 req.decode_response(version, body)
             except CorruptResponseError as exc:
                 assert str(exc)  # a message, not a bare exception
+
+
+# --- the transactional APIs ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("version", range(0, 5))
+def test_find_coordinator_request_bytes_match_peer(version: int) -> None:
+    ours = FindCoordinatorRequest("tx-é", KEY_TYPE_TRANSACTION)
+    if version >= 4:
+        peer = k_metadata.FindCoordinatorRequest(key_type=1, coordinator_keys=["tx-é"])
+    else:
+        peer = k_metadata.FindCoordinatorRequest(key="tx-é", key_type=1)
+    assert _ours(ours, version) == _theirs(peer, version)
+
+
+@pytest.mark.parametrize("version", range(0, 5))
+def test_find_coordinator_response_from_peer(version: int) -> None:
+    cls: Any = k_metadata.FindCoordinatorResponse
+    if version >= 4:
+        peer = cls(
+            throttle_time_ms=3,
+            coordinators=[
+                cls.Coordinator(
+                    key="tx",
+                    node_id=9,
+                    host="h.example",
+                    port=9093,
+                    error_code=0,
+                    error_message=None,
+                )
+            ],
+        )
+    else:
+        peer = cls(
+            throttle_time_ms=3,
+            error_code=15,
+            error_message="m",
+            node_id=9,
+            host="h.example",
+            port=9093,
+        )
+    resp = _decode_ours(FindCoordinatorRequest("tx"), version, _their_response(peer, version))
+    assert (resp.node_id, resp.host, resp.port) == (9, "h.example", 9093)
+    assert resp.throttle_time_ms == (3 if version >= 1 else 0)
+    assert resp.error_code == (0 if version >= 4 else 15)
+    assert resp.error_message == ("m" if 1 <= version <= 3 else None)
+
+
+@pytest.mark.parametrize("version", range(0, 4))
+def test_add_partitions_to_txn_request_bytes_match_peer(version: int) -> None:
+    ours = AddPartitionsToTxnRequest("tx-1", 2**33 + 5, 7, {"a": [0, 3], "bb": [2]})
+    topic: Any = k_producer.AddPartitionsToTxnRequest.AddPartitionsToTxnTopic
+    peer = k_producer.AddPartitionsToTxnRequest(
+        v3_and_below_transactional_id="tx-1",
+        v3_and_below_producer_id=2**33 + 5,
+        v3_and_below_producer_epoch=7,
+        v3_and_below_topics=[topic(name="a", partitions=[0, 3]), topic(name="bb", partitions=[2])],
+    )
+    assert _ours(ours, version) == _theirs(peer, version)
+
+
+@pytest.mark.parametrize("version", range(0, 4))
+def test_add_partitions_to_txn_response_from_peer(version: int) -> None:
+    cls: Any = k_producer.AddPartitionsToTxnResponse
+    tr = cls.AddPartitionsToTxnTopicResult
+    pr = tr.AddPartitionsToTxnPartitionResult
+    peer = cls(
+        throttle_time_ms=11,
+        results_by_topic_v3_and_below=[
+            tr(
+                name="a",
+                results_by_partition=[
+                    pr(partition_index=0, partition_error_code=0),
+                    pr(partition_index=3, partition_error_code=51),
+                ],
+            ),
+            tr(name="bb", results_by_partition=[pr(partition_index=2, partition_error_code=0)]),
+        ],
+    )
+    resp = _decode_ours(AddPartitionsToTxnRequest(), version, _their_response(peer, version))
+    assert resp.throttle_time_ms == 11
+    assert resp.errors == {("a", 0): 0, ("a", 3): 51, ("bb", 2): 0}
+
+
+@pytest.mark.parametrize("version", range(0, 5))
+@pytest.mark.parametrize("committed", [True, False])
+def test_end_txn_request_bytes_match_peer(version: int, committed: bool) -> None:
+    ours = EndTxnRequest("tx-1", 2**40, 3, committed)
+    peer = k_producer.EndTxnRequest(
+        transactional_id="tx-1", producer_id=2**40, producer_epoch=3, committed=committed
+    )
+    assert _ours(ours, version) == _theirs(peer, version)
+
+
+@pytest.mark.parametrize("version", range(0, 5))
+def test_end_txn_response_from_peer(version: int) -> None:
+    peer = k_producer.EndTxnResponse(throttle_time_ms=8, error_code=48)
+    resp = _decode_ours(EndTxnRequest(), version, _their_response(peer, version))
+    assert (resp.throttle_time_ms, resp.error_code) == (8, 48)

@@ -12,12 +12,22 @@ import struct
 from typing import Any, List, Optional, Tuple
 
 from cproducer.errors import CorruptResponseError, UnsupportedVersionError
+from cproducer.protocol.add_partitions_to_txn import (
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnResponse,
+)
 from cproducer.protocol.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from cproducer.protocol.create_topics import (
     CreatableTopicResult,
     CreateTopicsRequest,
     CreateTopicsResponse,
     NewTopic,
+)
+from cproducer.protocol.end_txn import EndTxnRequest, EndTxnResponse
+from cproducer.protocol.find_coordinator import (
+    KEY_TYPE_TRANSACTION,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
 )
 from cproducer.protocol.header import read_response_header, request_header, response_header_version
 from cproducer.protocol.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
@@ -31,11 +41,18 @@ from cproducer.protocol.primitives import Reader, Writer
 from cproducer.protocol.produce import PartitionProduceResponse, ProduceRequest, ProduceResponse
 
 __all__ = [
+    "KEY_TYPE_TRANSACTION",
+    "AddPartitionsToTxnRequest",
+    "AddPartitionsToTxnResponse",
     "ApiVersionsRequest",
     "ApiVersionsResponse",
     "CreatableTopicResult",
     "CreateTopicsRequest",
     "CreateTopicsResponse",
+    "EndTxnRequest",
+    "EndTxnResponse",
+    "FindCoordinatorRequest",
+    "FindCoordinatorResponse",
     "InitProducerIdRequest",
     "InitProducerIdResponse",
     "MetadataRequest",
