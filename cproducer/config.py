@@ -165,7 +165,9 @@ _DEFS: Tuple[ConfigDef, ...] = (
     ConfigDef("retry.backoff.max.ms", 1000, _int(0, _INT64_MAX), "max retry backoff"),
     ConfigDef("max.in.flight.requests.per.connection", 5, _int(1, _INT32_MAX), "unacked requests"),
     ConfigDef("enable.idempotence", True, _bool, "exactly-once per partition session"),
-    ConfigDef("transactional.id", None, _optional_str, "transactions (not yet supported)"),
+    ConfigDef(
+        "transactional.id", None, _optional_str, "transactions: init/begin/commit/abort_transaction"
+    ),
     ConfigDef("transaction.timeout.ms", 60000, _int(0, _INT32_MAX), "transaction timeout"),
     ConfigDef("key.serializer", None, _serializer, "key -> bytes"),
     ConfigDef("value.serializer", None, _serializer, "value -> bytes"),
@@ -259,8 +261,11 @@ class ProducerConfig:
                 if idem_explicit:
                     raise ConfigError("enable.idempotence=true needs: " + "; ".join(conflicts))
                 v["enable.idempotence"] = False
-        if v["transactional.id"] is not None:
-            raise ConfigError("transactional.id: transactions are not supported yet")
+        if v["transactional.id"] is not None and not v["enable.idempotence"]:
+            raise ConfigError(
+                "transactional.id needs enable.idempotence=true (and so acks=all, retries > 0, "
+                "max.in.flight.requests.per.connection <= 5)"
+            )
         # Java's KafkaProducer.configureDeliveryTimeout
         floor = v["linger.ms"] + v["request.timeout.ms"]
         if v["delivery.timeout.ms"] < floor:

@@ -71,6 +71,11 @@ class IllegalStateError(KafkaError):
     """An operation was called when the object was not in a state that allows it."""
 
 
+class TransactionAbortedError(KafkaError):
+    """The record was not sent: its transaction was aborted before it could be (Java's
+    TransactionAbortedException)."""
+
+
 class NetworkError(KafkaError):
     """A connection failed or was closed while a request was in flight."""
 

@@ -122,7 +122,12 @@ class KafkaProducer:
         )
         self._metadata.bootstrap(cfg["bootstrap.servers"])
         self._pool = BufferPool(cfg["buffer.memory"], cfg["batch.size"])
-        self._transaction_manager = TransactionManager() if cfg["enable.idempotence"] else None
+        self._transaction_manager = (
+            TransactionManager(cfg["transactional.id"], cfg["transaction.timeout.ms"])
+            if cfg["enable.idempotence"]
+            else None
+        )
+        self._transactional = cfg["transactional.id"] is not None
         self._accumulator = RecordAccumulator(
             cfg["batch.size"],
             codec_id(cfg["compression.type"]),
@@ -178,6 +183,7 @@ class KafkaProducer:
             and self._key_serializer is None
             and self._value_serializer is None
             and self._partitioner is None
+            and not self._transactional  # send() checks the transaction's state first
         ):
             self._fast = FastSend(
                 self._accumulator,
@@ -228,6 +234,8 @@ class KafkaProducer:
         """Java's doSend, in Python: every case the Cython fast path hands over."""
         if self._closed:
             raise errors.ProducerClosedError("cannot send after the producer is closed")
+        if self._transactional:
+            self._transaction_manager.fail_if_not_ready_for_send()  # type: ignore[union-attr]
         if self._interceptors:
             record = self._interceptors.on_send(
                 ProducerRecord(topic, value, key, headers, partition, timestamp_ms)
@@ -332,6 +340,8 @@ class KafkaProducer:
         """
         if self._closed:
             raise errors.ProducerClosedError("cannot send after the producer is closed")
+        if self._transactional:
+            self._transaction_manager.fail_if_not_ready_for_send()  # type: ignore[union-attr]
         if topic not in self._valid_topics:
             _check_topic(topic)
         vcol = to_column(values, "values")
@@ -536,6 +546,48 @@ class KafkaProducer:
             version = self._metadata.version
             cluster = self._metadata.fetch()
             count = cluster.partition_count_for_topic(topic)
+
+    # ------------------------------------------------------------------ transactions
+    def _txn(self, what: str) -> TransactionManager:
+        if self._closed:
+            raise errors.ProducerClosedError(f"{what}: the producer is closed")
+        tm = self._transaction_manager
+        if tm is None or not self._transactional:
+            raise errors.IllegalStateError(f"{what} needs transactional.id in the configuration")
+        return tm
+
+    def _txn_timeout(self, timeout: Optional[float]) -> float:
+        return self._max_block_ms / 1000.0 if timeout is None else timeout
+
+    def init_transactions(self, timeout: Optional[float] = None) -> None:
+        """Get the producer id and epoch of ``transactional.id`` from its coordinator, fencing
+        any earlier producer with the same id (and ending its open transaction). Call once,
+        before the first ``begin_transaction``. Waits up to ``timeout`` s (default
+        ``max.block.ms``); on ``KafkaTimeoutError``, calling it again waits for the same request."""
+        result = self._txn("init_transactions").initialize_transactions()
+        self._sender.wakeup()
+        result.await_result(self._txn_timeout(timeout))
+
+    def begin_transaction(self) -> None:
+        """Start a transaction: the records sent until commit/abort belong to it."""
+        self._txn("begin_transaction").begin_transaction()
+
+    def commit_transaction(self, timeout: Optional[float] = None) -> None:
+        """Send every record of the transaction, then commit it. If a record failed, this raises
+        ``TransactionAbortableError`` and the transaction must be aborted."""
+        tm = self._txn("commit_transaction")
+        timeout_s = self._txn_timeout(timeout)
+        deadline = time.monotonic() + timeout_s
+        result = tm.begin_commit()
+        self.flush(timeout_s)  # no linger for the last batches; EndTxn waits for them anyway
+        result.await_result(max(0.0, deadline - time.monotonic()))
+
+    def abort_transaction(self, timeout: Optional[float] = None) -> None:
+        """Abort the transaction: records not sent yet fail with ``TransactionAbortedError``,
+        the sent ones are marked aborted (read_committed consumers skip them)."""
+        result = self._txn("abort_transaction").begin_abort()
+        self._sender.wakeup()
+        result.await_result(self._txn_timeout(timeout))
 
     # ------------------------------------------------------------------ flush / close / info
     def flush(self, timeout: Optional[float] = None) -> None:

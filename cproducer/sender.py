@@ -16,9 +16,17 @@ import time
 from typing import Any, Callable, Dict, List
 
 from cproducer import errors
-from cproducer.cluster import TopicPartition
+from cproducer.cluster import Node, TopicPartition
 from cproducer.network import NO_DELAY_LIMIT_MS
-from cproducer.protocol import InitProducerIdRequest, ProduceRequest
+from cproducer.protocol import (
+    KEY_TYPE_TRANSACTION,
+    AddPartitionsToTxnRequest,
+    EndTxnRequest,
+    FindCoordinatorRequest,
+    InitProducerIdRequest,
+    ProduceRequest,
+)
+from cproducer.transaction_manager import ABORTABLE_ERROR, ABORTING_TRANSACTION
 
 log = logging.getLogger("cproducer.sender")
 
@@ -80,6 +88,10 @@ class Sender:
         self.in_flight_batches: Dict[TopicPartition, List[Any]] = {}
         self._init_pid_in_flight = False
         self._init_pid_backoff_until = 0
+        self._txn_request_in_flight = False
+        self._transactional = transaction_manager is not None and (
+            transaction_manager.transactional_id is not None
+        )
         self.running = True
         self.force_close = False
         self.thread = threading.Thread(
@@ -105,6 +117,14 @@ class Sender:
     def run(self) -> None:
         log.debug("starting the producer I/O thread")
         while self.running:
+            self._run_once_safely()
+        # graceful close: an open transaction is aborted (as Java's Sender does), then
+        # everything that was accepted is sent
+        tm = self.transaction_manager
+        while self._transactional and not self.force_close and tm.has_ongoing_transaction():
+            if not tm.is_completing():
+                log.info("aborting the open transaction: the producer is closing")
+                tm.begin_abort()
             self._run_once_safely()
         # graceful close: send everything that was accepted
         while not self.force_close and (
@@ -142,8 +162,154 @@ class Sender:
         if tm is not None and tm.needs_producer_id():
             self._maybe_init_producer_id()
         now = self.time_ms()
+        if self._transactional:
+            self._maybe_send_transactional_request(now)
         poll_timeout = self.send_producer_data(now)
+        if self._transactional:
+            if tm.retry_after_ms > now:
+                poll_timeout = min(poll_timeout, tm.retry_after_ms - now)
+            elif tm.pending_partitions and not self._txn_request_in_flight:
+                poll_timeout = 0  # an AddPartitionsToTxn to send
         self.client.poll(poll_timeout, self.time_ms())
+
+    # ------------------------------------------------------------------ transactions
+    def _maybe_send_transactional_request(self, now: int) -> None:
+        """Java's maybeSendAndPollTransactionalRequest: at most one transactional request
+        (FindCoordinator, InitProducerId, AddPartitionsToTxn, EndTxn) at a time."""
+        tm = self.transaction_manager
+        if tm.state in (ABORTABLE_ERROR, ABORTING_TRANSACTION) and self.accumulator.has_undrained():
+            cause = tm.last_error
+            exc = errors.TransactionAbortedError(
+                "the transaction is being aborted"
+                + (f" after an error: {cause!r}" if cause is not None else "")
+            )
+            self.accumulator.abort_undrained_batches(exc)
+        if self._txn_request_in_flight or now < tm.retry_after_ms:
+            return
+        req = tm.next_transactional_request(self.accumulator.has_incomplete())
+        if req is None:
+            return
+        if req.kind == "find_coordinator":
+            target = self.client.least_loaded_node(now, self.metadata.fetch().nodes)
+            if target is None:
+                self.metadata.request_update()
+                return
+        else:
+            target = tm.coordinator
+        if not self.client.ready(target, now):
+            if req.kind == "add_partitions":
+                tm.add_partitions_failed(retry=True)
+            if self.client.connection_failed(target) and req.kind != "find_coordinator":
+                tm.coordinator_unknown()
+            return
+        pid, epoch = tm.producer_id_and_epoch
+        txn_id = tm.transactional_id
+        request: Any
+        if req.kind == "find_coordinator":
+            request = FindCoordinatorRequest(txn_id, KEY_TYPE_TRANSACTION)
+        elif req.kind == "init_producer_id":
+            request = InitProducerIdRequest(txn_id, tm.transaction_timeout_ms, pid, epoch)
+        elif req.kind == "add_partitions":
+            topics: Dict[str, List[int]] = {}
+            for tp in req.partitions:
+                topics.setdefault(tp.topic, []).append(tp.partition)
+            request = AddPartitionsToTxnRequest(txn_id, pid, epoch, topics)
+        else:
+            request = EndTxnRequest(txn_id, pid, epoch, req.committed)
+        version = self.client.api_version_for(target.id, type(request))
+        if req.kind == "init_producer_id" and pid >= 0 and version < 3:
+            tm.transition_to_fatal_error(
+                errors.UnsupportedVersionError(
+                    "bumping the producer epoch needs InitProducerId v3+, the broker has "
+                    f"v{version}"
+                )
+            )
+            return
+        self._txn_request_in_flight = True
+        log.debug("sending %s to node %s", type(request).__name__, target.id)
+
+        def on_response(response: Any) -> None:
+            self._txn_request_in_flight = False
+            try:
+                self._handle_transactional_response(req, response)
+            finally:
+                self.wakeup()
+
+        self.client.send(self._client_request(target.id, request, version, now, on_response), now)
+
+    def _handle_transactional_response(self, req: Any, response: Any) -> None:
+        tm = self.transaction_manager
+        body = response.response
+        now = self.time_ms()
+        if response.disconnected or response.timed_out or body is None:
+            if req.kind != "find_coordinator":
+                tm.coordinator_unknown()
+            if req.kind == "add_partitions":
+                tm.add_partitions_failed(retry=True)
+            tm.retry_after_ms = now + self.retry_backoff_ms
+            return
+        if req.kind == "add_partitions":
+            self._handle_add_partitions(req, body, now)
+            return
+        err = errors.for_code(body.error_code)
+        if err is None:
+            if req.kind == "find_coordinator":
+                tm.coordinator = Node(body.node_id, body.host, body.port)
+            elif req.kind == "init_producer_id":
+                tm.producer_id_initialized(body.producer_id, body.producer_epoch)
+            else:
+                tm.end_txn_succeeded()
+            return
+        if isinstance(err, (errors.NotCoordinatorError, errors.CoordinatorNotAvailableError)):
+            tm.coordinator_unknown()
+            tm.retry_after_ms = now + self.retry_backoff_ms
+        elif err.retriable:  # load in progress, concurrent transactions
+            tm.retry_after_ms = now + self.retry_backoff_ms
+        else:
+            log.error("%s failed: %s", req.kind, err)
+            tm.transition_to_fatal_error(err)
+
+    def _handle_add_partitions(self, req: Any, body: Any, now: int) -> None:
+        tm = self.transaction_manager
+        added = []
+        worst = None
+        for tp in req.partitions:
+            code = body.errors.get((tp.topic, tp.partition))
+            if code is None:
+                code = errors.OperationNotAttemptedError.errno
+            if code == 0:
+                added.append(tp)
+                continue
+            err = errors.for_code(code)
+            if worst is None or not isinstance(err, errors.OperationNotAttemptedError):
+                worst = err
+        tm.partitions_added(added)
+        if worst is None:
+            return
+        if isinstance(worst, (errors.NotCoordinatorError, errors.CoordinatorNotAvailableError)):
+            tm.coordinator_unknown()
+            tm.add_partitions_failed(retry=True)
+            tm.retry_after_ms = now + self.retry_backoff_ms
+        elif (
+            worst.retriable
+            or isinstance(worst, errors.OperationNotAttemptedError)
+            or worst.errno == 3  # UNKNOWN_TOPIC_OR_PARTITION: metadata may be behind
+        ):
+            tm.add_partitions_failed(retry=True)
+            tm.retry_after_ms = now + min(self.retry_backoff_ms, 20)
+        elif isinstance(
+            worst,
+            (
+                errors.ProducerFencedError,
+                errors.InvalidProducerEpochError,
+                errors.TransactionalIdAuthorizationFailedError,
+            ),
+        ):
+            tm.add_partitions_failed(retry=False)
+            tm.transition_to_fatal_error(worst)
+        else:
+            tm.add_partitions_failed(retry=False)
+            tm.transition_to_abortable_error(worst)
 
     def _maybe_init_producer_id(self) -> None:
         """Send InitProducerId to the least-loaded node once nothing is in flight."""
@@ -227,7 +393,11 @@ class Sender:
             self._fail_batch(batch, errors.KafkaTimeoutError(msg), adjust_sequences=False, now=now)
 
         poll_timeout = min(result.next_ready_check_delay_ms, not_ready_timeout)
-        if ready_nodes:
+        if ready_nodes and not (
+            self._transactional and self.transaction_manager.awaiting_partitions()
+        ):
+            # (a partition waiting to join the transaction is ready but not drainable: the
+            # AddPartitionsToTxn answer wakes the poll)
             poll_timeout = 0
         poll_timeout = max(0, min(poll_timeout, 1000))
         for node_id, node_batches in batches.items():
@@ -304,7 +474,9 @@ class Sender:
             acks=self.acks,
             timeout_ms=self.request_timeout_ms,
             topic_data=topic_data,
-            transactional_id=None,
+            transactional_id=self.transaction_manager.transactional_id
+            if self._transactional
+            else None,
         )
         version = self.client.api_version_for(node_id, ProduceRequest)
         m = self.metrics

@@ -10,7 +10,20 @@ of the batches still waiting to be retried restart at 0 under the new id (Java's
 ``resetIdempotentProducerId`` + ``startSequencesAtBeginning``). That keeps the guarantee: no
 duplicate and no reordering within a partition under retries.
 
-Transactions (``transactional.id``) build on this class later.
+With ``transactional.id`` it is also Java's transactional state machine::
+
+    UNINITIALIZED -init_transactions-> INITIALIZING -InitProducerId-> READY
+    READY -begin_transaction-> IN_TRANSACTION -commit-> COMMITTING_TRANSACTION -EndTxn-> READY
+                                              -abort->  ABORTING_TRANSACTION   -EndTxn-> READY
+    IN_TRANSACTION / COMMITTING_TRANSACTION -a batch fails-> ABORTABLE_ERROR -abort-> ABORTING
+    any -fenced, unauthorized, unexpected-> FATAL_ERROR
+
+The producer's threads call ``initialize_transactions``/``begin_transaction``/``begin_commit``/
+``begin_abort`` and wait on the returned ``TransactionalRequestResult``; the Sender thread asks
+``next_transactional_request`` for the one request to send next (FindCoordinator, InitProducerId,
+AddPartitionsToTxn or EndTxn) and reports its answer. A partition joins the transaction when the
+accumulator first wants to drain it (``is_send_to_partition_allowed``): its batches wait for
+AddPartitionsToTxn, as Java's do.
 """
 
 from __future__ import annotations
@@ -28,6 +41,66 @@ log = logging.getLogger("cproducer.transaction_manager")
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 NO_SEQUENCE = -1
+
+UNINITIALIZED = "UNINITIALIZED"
+INITIALIZING = "INITIALIZING"
+READY = "READY"
+IN_TRANSACTION = "IN_TRANSACTION"
+COMMITTING_TRANSACTION = "COMMITTING_TRANSACTION"
+ABORTING_TRANSACTION = "ABORTING_TRANSACTION"
+ABORTABLE_ERROR = "ABORTABLE_ERROR"
+FATAL_ERROR = "FATAL_ERROR"
+
+# Java's TransactionManager.State.isTransitionValid: target -> the states it may be entered from
+_VALID_SOURCES = {
+    INITIALIZING: (UNINITIALIZED, ABORTABLE_ERROR),
+    READY: (INITIALIZING, COMMITTING_TRANSACTION, ABORTING_TRANSACTION),
+    IN_TRANSACTION: (READY,),
+    COMMITTING_TRANSACTION: (IN_TRANSACTION,),
+    ABORTING_TRANSACTION: (IN_TRANSACTION, ABORTABLE_ERROR),
+    ABORTABLE_ERROR: (IN_TRANSACTION, COMMITTING_TRANSACTION, ABORTABLE_ERROR),
+}
+
+
+class TransactionalRequestResult:
+    """What ``init_transactions``/``commit_transaction``/``abort_transaction`` wait on."""
+
+    def __init__(self, operation: str) -> None:
+        self.operation = operation
+        self._done = threading.Event()
+        self.error: Optional[BaseException] = None
+
+    def done(self, error: Optional[BaseException] = None) -> None:
+        if not self._done.is_set():
+            self.error = error
+            self._done.set()
+
+    @property
+    def is_completed(self) -> bool:
+        return self._done.is_set()
+
+    def await_result(self, timeout_s: Optional[float]) -> None:
+        """Return once it succeeded; raise its error, or ``KafkaTimeoutError`` after ``timeout_s``
+        (the operation goes on: calling the same method again waits for it again)."""
+        if not self._done.wait(timeout_s):
+            raise errors.KafkaTimeoutError(
+                f"{self.operation} did not complete within {timeout_s} s; call it again to "
+                "keep waiting"
+            )
+        if self.error is not None:
+            raise self.error
+
+
+class TxnRequest:
+    """The transactional request the Sender should send next: ``kind`` is one of
+    ``find_coordinator``, ``init_producer_id``, ``add_partitions``, ``end_txn``."""
+
+    __slots__ = ("kind", "partitions", "committed")
+
+    def __init__(self, kind: str, partitions: Any = None, committed: bool = False) -> None:
+        self.kind = kind
+        self.partitions = partitions
+        self.committed = committed
 
 
 class _PartitionEntry:
@@ -54,8 +127,20 @@ def _last_sequence(batch: Any) -> int:
 class TransactionManager:
     """Idempotent-producer state. Thread-safe: the Sender thread and appending threads share it."""
 
-    def __init__(self, transactional_id: Optional[str] = None) -> None:
+    def __init__(
+        self, transactional_id: Optional[str] = None, transaction_timeout_ms: int = 60000
+    ) -> None:
         self.transactional_id = transactional_id
+        self.transaction_timeout_ms = transaction_timeout_ms
+        self.state = UNINITIALIZED
+        self.last_error: Optional[BaseException] = None
+        self.coordinator: Any = None  # Node of the transaction coordinator
+        self.partitions_in_transaction: set = set()
+        self.pending_partitions: set = set()  # want AddPartitionsToTxn
+        self.partitions_being_added: set = set()  # AddPartitionsToTxn in flight
+        self.pending_result: Optional[TransactionalRequestResult] = None
+        self._epoch_bump_required = False
+        self.retry_after_ms = 0  # the Sender backs off transactional requests until then
         self._lock = threading.RLock()
         self._pid_epoch: Tuple[int, int] = (NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
         self._partitions: Dict[TopicPartition, _PartitionEntry] = {}
@@ -75,9 +160,14 @@ class TransactionManager:
         return self.transactional_id is not None
 
     def needs_producer_id(self) -> bool:
-        """True when the Sender should send InitProducerId (none yet, or a reset was requested)."""
+        """True when the Sender should send InitProducerId (none yet, or a reset was requested);
+        a transactional producer's comes from ``next_transactional_request`` instead."""
         with self._lock:
-            return self._fatal is None and (not self.has_producer_id() or self._reset_requested)
+            return (
+                self.transactional_id is None
+                and self._fatal is None
+                and (not self.has_producer_id() or self._reset_requested)
+            )
 
     def reset_requested(self) -> bool:
         return self._reset_requested
@@ -104,6 +194,10 @@ class TransactionManager:
     def transition_to_fatal_error(self, exc: BaseException) -> None:
         with self._lock:
             self._fatal = exc
+            if self.transactional_id is not None:
+                self.state = FATAL_ERROR
+                self.last_error = exc
+                self._finish_pending(exc)
 
     @property
     def fatal_error(self) -> Optional[BaseException]:
@@ -119,7 +213,15 @@ class TransactionManager:
 
     def is_send_to_partition_allowed(self, tp: TopicPartition) -> bool:
         with self._lock:
-            return self._fatal is None and self.has_producer_id() and not self._reset_requested
+            if self._fatal is not None or not self.has_producer_id() or self._reset_requested:
+                return False
+            if self.transactional_id is None or tp in self.partitions_in_transaction:
+                return True
+            if self.state in (IN_TRANSACTION, COMMITTING_TRANSACTION):
+                # the partition joins the transaction first (the Sender sends AddPartitionsToTxn)
+                if tp not in self.partitions_being_added:
+                    self.pending_partitions.add(tp)
+            return False
 
     def maybe_update_producer_id_and_epoch(self, tp: TopicPartition) -> None:
         with self._lock:
@@ -193,6 +295,15 @@ class TransactionManager:
             if isinstance(exc, (errors.ProducerFencedError, errors.InvalidProducerEpochError)):
                 self.transition_to_fatal_error(exc)
                 return
+            if self.transactional_id is not None:
+                if self.state in (IN_TRANSACTION, COMMITTING_TRANSACTION, ABORTABLE_ERROR):
+                    self.transition_to_abortable_error(exc)
+                if isinstance(
+                    exc, (errors.OutOfOrderSequenceNumberError, errors.UnknownProducerIdError)
+                ):
+                    # KIP-360: the next InitProducerId bumps the epoch and sequences restart
+                    self._epoch_bump_required = True
+                return
             if isinstance(
                 exc, (errors.OutOfOrderSequenceNumberError, errors.UnknownProducerIdError)
             ):
@@ -231,3 +342,202 @@ class TransactionManager:
                 self.request_producer_id_reset(f"OUT_OF_ORDER_SEQUENCE_NUMBER for {tp}")
                 return True
             return bool(getattr(error, "retriable", False))
+
+    # ------------------------------------------------------------------ transactions: API side
+    def _require_transactional(self, what: str) -> None:
+        if self.transactional_id is None:
+            raise errors.IllegalStateError(
+                f"{what} needs a transactional producer: set transactional.id"
+            )
+
+    def _transition(self, target: str) -> None:
+        """Java's transitionTo: refuse what the state machine does not allow."""
+        if self.state == FATAL_ERROR:
+            self._raise_fatal(f"cannot go to {target}")
+        if self.state not in _VALID_SOURCES[target]:
+            raise errors.IllegalStateError(f"invalid transition from {self.state} to {target}")
+        self.state = target
+
+    def _raise_fatal(self, what: str) -> None:
+        """The fatal error itself (e.g. ``ProducerFencedError``), as Java rethrows it."""
+        err = self.last_error
+        if isinstance(err, errors.KafkaError):
+            raise err
+        raise errors.IllegalStateError(f"{what}: the producer hit a fatal error ({err!r})") from err
+
+    def _finish_pending(self, error: Optional[BaseException]) -> None:
+        if self.pending_result is not None:
+            self.pending_result.done(error)
+            self.pending_result = None
+
+    def initialize_transactions(self) -> TransactionalRequestResult:
+        with self._lock:
+            self._require_transactional("init_transactions")
+            if self.state == INITIALIZING and self.pending_result is not None:
+                return self.pending_result  # a retry after a timeout waits for the same request
+            self._transition(INITIALIZING)
+            self._pid_epoch = (NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
+            self.pending_result = TransactionalRequestResult("init_transactions")
+            return self.pending_result
+
+    def begin_transaction(self) -> None:
+        with self._lock:
+            self._require_transactional("begin_transaction")
+            if self.state == UNINITIALIZED or (
+                self.state == INITIALIZING and not self.has_producer_id()
+            ):
+                raise errors.IllegalStateError(
+                    "begin_transaction before init_transactions completed"
+                )
+            self._transition(IN_TRANSACTION)
+
+    def begin_commit(self) -> TransactionalRequestResult:
+        with self._lock:
+            self._require_transactional("commit_transaction")
+            if self.state == COMMITTING_TRANSACTION and self.pending_result is not None:
+                return self.pending_result
+            if self.state == ABORTABLE_ERROR:
+                raise errors.IllegalStateError(
+                    "cannot commit: a record of this transaction failed "
+                    f"({self.last_error!r}); abort_transaction() is the way out"
+                ) from self.last_error
+            self._transition(COMMITTING_TRANSACTION)
+            self.pending_result = TransactionalRequestResult("commit_transaction")
+            return self.pending_result
+
+    def begin_abort(self) -> TransactionalRequestResult:
+        with self._lock:
+            self._require_transactional("abort_transaction")
+            if self.state == ABORTING_TRANSACTION and self.pending_result is not None:
+                return self.pending_result
+            self._transition(ABORTING_TRANSACTION)
+            self.pending_partitions.clear()
+            self.pending_result = TransactionalRequestResult("abort_transaction")
+            return self.pending_result
+
+    def transition_to_abortable_error(self, exc: BaseException) -> None:
+        with self._lock:
+            if self.state == ABORTING_TRANSACTION or self.state == FATAL_ERROR:
+                return
+            self.last_error = exc
+            committing = self.state == COMMITTING_TRANSACTION
+            self.state = ABORTABLE_ERROR
+            if committing:
+                self._finish_pending(
+                    errors.TransactionAbortableError(
+                        f"the transaction cannot be committed: a record failed ({exc!r}); "
+                        "abort_transaction() is the way out"
+                    )
+                )
+
+    def fail_if_not_ready_for_send(self) -> None:
+        """Java's failIfNotReadyForSend: what ``send`` raises on a transactional producer."""
+        state = self.state
+        if state == IN_TRANSACTION:
+            return
+        if state == FATAL_ERROR:
+            self._raise_fatal("cannot send")
+        if state == ABORTABLE_ERROR:
+            raise errors.TransactionAbortableError(
+                f"cannot send: a record of this transaction failed ({self.last_error!r}); "
+                "abort_transaction() is the way out"
+            ) from self.last_error
+        if not self.has_producer_id():
+            raise errors.IllegalStateError(
+                "cannot send before init_transactions() completed on a transactional producer"
+            )
+        raise errors.IllegalStateError(
+            f"cannot send in state {state}: call begin_transaction() first"
+        )
+
+    # ------------------------------------------------------------------ transactions: Sender side
+    def awaiting_partitions(self) -> bool:
+        return bool(self.pending_partitions or self.partitions_being_added)
+
+    def has_ongoing_transaction(self) -> bool:
+        return self.state in (
+            IN_TRANSACTION,
+            COMMITTING_TRANSACTION,
+            ABORTING_TRANSACTION,
+            ABORTABLE_ERROR,
+        )
+
+    def is_completing(self) -> bool:
+        return self.state in (COMMITTING_TRANSACTION, ABORTING_TRANSACTION)
+
+    def next_transactional_request(self, accumulator_has_incomplete: bool) -> Optional[TxnRequest]:
+        """The one request the Sender should send now, or None."""
+        with self._lock:
+            state = self.state
+            if state == FATAL_ERROR or state == UNINITIALIZED:
+                return None
+            if state == INITIALIZING or (state == READY and self._epoch_bump_required):
+                if self.has_producer_id() and not self._epoch_bump_required:
+                    return None
+                return self._via_coordinator(TxnRequest("init_producer_id"))
+            if self.pending_partitions and state in (IN_TRANSACTION, COMMITTING_TRANSACTION):
+                if self.partitions_being_added:
+                    return None  # one AddPartitionsToTxn at a time
+                batch = sorted(self.pending_partitions)
+                return self._via_coordinator(TxnRequest("add_partitions", batch))
+            if state in (COMMITTING_TRANSACTION, ABORTING_TRANSACTION):
+                if accumulator_has_incomplete or self.partitions_being_added:
+                    return None
+                if self.pending_partitions and state == COMMITTING_TRANSACTION:
+                    return None
+                if not self.partitions_in_transaction:
+                    # nothing was written: no EndTxn needed (Java skips it too)
+                    self._complete_transaction()
+                    return None
+                return self._via_coordinator(
+                    TxnRequest("end_txn", committed=state == COMMITTING_TRANSACTION)
+                )
+            return None
+
+    def _via_coordinator(self, request: TxnRequest) -> TxnRequest:
+        if self.coordinator is None:
+            return TxnRequest("find_coordinator")
+        if request.kind == "add_partitions":
+            self.partitions_being_added = set(request.partitions)
+            self.pending_partitions.difference_update(request.partitions)
+        return request
+
+    def coordinator_unknown(self) -> None:
+        with self._lock:
+            self.coordinator = None
+
+    def add_partitions_failed(self, retry: bool) -> None:
+        """AddPartitionsToTxn did not succeed for the partitions in flight: want them again."""
+        with self._lock:
+            if retry:
+                self.pending_partitions |= self.partitions_being_added
+            self.partitions_being_added = set()
+
+    def partitions_added(self, added: List[TopicPartition]) -> None:
+        with self._lock:
+            self.partitions_in_transaction.update(added)
+            self.partitions_being_added.difference_update(added)
+
+    def producer_id_initialized(self, producer_id: int, epoch: int) -> None:
+        with self._lock:
+            self._epoch_bump_required = False
+            self.set_producer_id_and_epoch(producer_id, epoch)
+            if self.state == INITIALIZING:
+                self.state = READY
+            self._finish_pending(None)
+
+    def end_txn_succeeded(self) -> None:
+        with self._lock:
+            self._complete_transaction()
+
+    def _complete_transaction(self) -> None:
+        self.partitions_in_transaction.clear()
+        self.pending_partitions.clear()
+        self.partitions_being_added.clear()
+        self.last_error = None
+        self.state = READY
+        if self._epoch_bump_required:
+            # the epoch is bumped before the next transaction: keep the caller waiting for it
+            self.state = INITIALIZING
+            return
+        self._finish_pending(None)

@@ -1,0 +1,195 @@
+"""Transactions against the real broker (Tansu), read back with librdkafka (read_committed, its
+default): init/begin/commit/abort, the commit and abort markers, fencing, close with an open
+transaction, and the errors a user meets when calling things out of order.
+
+Tansu writes the markers (each takes an offset, which librdkafka skips) but does not hide aborted
+records from read_committed consumers (../shared/notes/broker.md), so an abort is checked by its
+marker and by the fate of the records, not by their invisibility."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable, Dict, List, Optional
+
+import pytest
+
+from cproducer import KafkaProducer, errors
+from cproducer.localbroker import LocalBroker
+from tests.integration.readback import by_partition, read_back
+
+
+def _producer(broker: LocalBroker, txn_id: str, **kw: Any) -> KafkaProducer:
+    return KafkaProducer(bootstrap_servers=broker.bootstrap_servers, transactional_id=txn_id, **kw)
+
+
+def test_commit_delivers_every_record_once_followed_by_a_marker(
+    broker: LocalBroker, new_topic: Callable[..., str]
+) -> None:
+    topic = new_topic(2)
+    p = _producer(broker, "tx-commit")
+    try:
+        p.init_transactions(10)
+        p.begin_transaction()
+        futures = [p.send(topic, b"v%d" % i, key=b"k%d" % (i % 50)) for i in range(1000)]
+        p.commit_transaction(10)
+        assert all(f.is_done for f in futures)  # commit returns after every record completed
+        metas = [f.get(0) for f in futures]
+        # a second transaction: its first record sits one offset after the first's last, the
+        # offset between is the commit marker
+        p.begin_transaction()
+        after = {part: p.send(topic, b"after", partition=part) for part in (0, 1)}
+        p.commit_transaction(10)
+    finally:
+        p.close(10)
+    last_offset: Dict[int, int] = {}
+    for m in metas:
+        last_offset[m.partition] = max(last_offset.get(m.partition, -1), m.offset)
+    assert set(last_offset) == {0, 1}
+    for part, f in after.items():
+        assert f.get(0).offset == last_offset[part] + 2
+    records = read_back(broker.bootstrap_servers, topic, 2, 1002)
+    values = [r.value for r in records]
+    assert sorted(values) == sorted([b"v%d" % i for i in range(1000)] + [b"after"] * 2)
+    for rs in by_partition(records).values():
+        offsets = [r.offset for r in rs]
+        # dense up to the marker, then the marker's offset skipped
+        assert offsets[:-1] == list(range(len(offsets) - 1))
+        assert offsets[-1] == len(offsets)
+    # every record at the offset its future reported
+    at = {(r.partition, r.offset): r.value for r in records}
+    assert all(at[(m.partition, m.offset)] == b"v%d" % i for i, m in enumerate(metas))
+
+
+def test_abort_fails_unsent_records_and_writes_a_marker_for_sent_ones(
+    broker: LocalBroker, new_topic: Callable[..., str]
+) -> None:
+    topic = new_topic(1)
+    p = _producer(broker, "tx-abort", linger_ms=60000, batch_size=1 << 20)
+    calls: Dict[int, List[Optional[BaseException]]] = {}
+    lock = threading.Lock()
+
+    def cb(i: int) -> Callable[[Any, Optional[BaseException]], None]:
+        def done(_md: Any, exc: Optional[BaseException]) -> None:
+            with lock:
+                calls.setdefault(i, []).append(exc)
+
+        return done
+
+    try:
+        p.init_transactions(10)
+        p.begin_transaction()
+        sent = [p.send(topic, b"s%d" % i, partition=0, callback=cb(i)) for i in range(10)]
+        p.flush(10)  # these reach the broker
+        # these linger (60 s): the abort fails them before they are sent
+        unsent = [p.send(topic, b"u%d" % i, partition=0, callback=cb(100 + i)) for i in range(5)]
+        p.abort_transaction(10)
+        for f in unsent:
+            assert isinstance(f.exception, errors.TransactionAbortedError)
+        assert all(f.exception is None for f in sent)
+        assert sorted(calls) == list(range(10)) + list(range(100, 105))
+        assert all(len(c) == 1 for c in calls.values())
+        assert all(calls[100 + i][0] is not None for i in range(5))
+        # the producer goes on: a new transaction commits
+        p.begin_transaction()
+        last = p.send(topic, b"next", partition=0)
+        p.commit_transaction(10)
+    finally:
+        p.close(10)
+    # 10 records (0-9), the abort marker (10), then "next" (11)
+    assert last.get(0).offset == 11
+    values = [r.value for r in read_back(broker.bootstrap_servers, topic, 1, 11)]
+    assert b"next" in values and not any(v.startswith(b"u") for v in values)
+
+
+def test_a_second_producer_with_the_same_id_fences_the_first(
+    broker: LocalBroker, new_topic: Callable[..., str]
+) -> None:
+    topic = new_topic(1)
+    first = _producer(broker, "tx-fence")
+    second = _producer(broker, "tx-fence")
+    try:
+        first.init_transactions(10)
+        first.begin_transaction()
+        first.send(topic, b"one", partition=0).get(10)
+        second.init_transactions(10)  # bumps the epoch: the first producer is a zombie now
+        zombie = first.send(topic, b"zombie", partition=0)
+        with pytest.raises(errors.ProducerFencedError):
+            zombie.get(10)
+        with pytest.raises(errors.ProducerFencedError):
+            first.commit_transaction(5)
+        with pytest.raises(errors.ProducerFencedError):
+            first.send(topic, b"again", partition=0)
+        second.begin_transaction()
+        second.send(topic, b"two", partition=0)
+        second.commit_transaction(10)
+    finally:
+        first.close(5)
+        second.close(5)
+    values = [r.value for r in read_back(broker.bootstrap_servers, topic, 1, 2)]
+    assert b"zombie" not in values and b"two" in values
+
+
+def test_close_aborts_an_open_transaction(
+    broker: LocalBroker, new_topic: Callable[..., str]
+) -> None:
+    topic = new_topic(1)
+    p = _producer(broker, "tx-close")
+    p.init_transactions(10)
+    p.begin_transaction()
+    sent = p.send(topic, b"in-flight", partition=0)
+    sent.get(10)
+    pending = p.send(topic, b"pending", partition=0)
+    p.close(10)
+    assert pending.is_done  # completed one way or the other, never left hanging
+    # a new producer with the same id finds no transaction left open: its commit lands right
+    # after the abort marker
+    q = _producer(broker, "tx-close")
+    try:
+        q.init_transactions(10)
+        q.begin_transaction()
+        f = q.send(topic, b"fresh", partition=0)
+        q.commit_transaction(10)
+    finally:
+        q.close(10)
+    first = sent.get(0).offset
+    assert f.get(0).offset > first + 1  # at least the abort marker in between
+
+
+def test_calls_out_of_order_raise_clear_errors(
+    broker: LocalBroker, new_topic: Callable[..., str]
+) -> None:
+    topic = new_topic(1)
+    p = _producer(broker, "tx-order")
+    try:
+        with pytest.raises(errors.IllegalStateError, match="init_transactions"):
+            p.send(topic, b"x")
+        with pytest.raises(errors.IllegalStateError, match="init_transactions"):
+            p.begin_transaction()
+        p.init_transactions(10)
+        with pytest.raises(errors.IllegalStateError, match="begin_transaction"):
+            p.send(topic, b"x")
+        with pytest.raises(errors.IllegalStateError, match="begin_transaction"):
+            p.send_many(topic, [b"x"])
+        with pytest.raises(errors.IllegalStateError, match="READY to COMMITTING"):
+            p.commit_transaction(1)
+        p.begin_transaction()
+        with pytest.raises(errors.IllegalStateError, match="IN_TRANSACTION to IN_TRANSACTION"):
+            p.begin_transaction()
+        p.send_many(topic, [b"a", b"b"], partition=0)
+        p.commit_transaction(10)
+    finally:
+        p.close(10)
+    plain = KafkaProducer(bootstrap_servers=broker.bootstrap_servers)
+    try:
+        with pytest.raises(errors.IllegalStateError, match="transactional.id"):
+            plain.begin_transaction()
+    finally:
+        plain.close(5)
+    with pytest.raises(errors.ConfigError, match="enable.idempotence"):
+        KafkaProducer(
+            bootstrap_servers=broker.bootstrap_servers,
+            transactional_id="tx-x",
+            enable_idempotence=False,
+        )
+    values = [r.value for r in read_back(broker.bootstrap_servers, topic, 1, 2)]
+    assert sorted(values) == [b"a", b"b"]

@@ -1,0 +1,206 @@
+"""TransactionManager's transactional state machine, driven as the producer and the Sender do,
+without a broker: which transitions are allowed, what each state lets the Sender send next, and
+what a failed record does to the transaction."""
+
+from __future__ import annotations
+
+import pytest
+
+from cproducer import errors
+from cproducer.cluster import Node, TopicPartition
+from cproducer.transaction_manager import (
+    ABORTABLE_ERROR,
+    ABORTING_TRANSACTION,
+    FATAL_ERROR,
+    READY,
+    TransactionManager,
+)
+from tests.test_transaction_manager import FakeBatch, drain
+
+TP0 = TopicPartition("t", 0)
+TP1 = TopicPartition("t", 1)
+
+
+def initialized() -> TransactionManager:
+    tm = TransactionManager("tx-1", 30000)
+    result = tm.initialize_transactions()
+    assert tm.next_transactional_request(False).kind == "find_coordinator"
+    tm.coordinator = Node(1, "h", 9092)
+    assert tm.next_transactional_request(False).kind == "init_producer_id"
+    tm.producer_id_initialized(7, 0)
+    assert result.is_completed and result.error is None
+    assert tm.state == READY
+    return tm
+
+
+def test_send_is_refused_outside_a_transaction() -> None:
+    tm = TransactionManager("tx-1")
+    with pytest.raises(errors.IllegalStateError, match="init_transactions"):
+        tm.fail_if_not_ready_for_send()
+    tm = initialized()
+    with pytest.raises(errors.IllegalStateError, match="begin_transaction"):
+        tm.fail_if_not_ready_for_send()
+    tm.begin_transaction()
+    tm.fail_if_not_ready_for_send()  # allowed now
+    tm.begin_commit()
+    with pytest.raises(errors.IllegalStateError, match="COMMITTING_TRANSACTION"):
+        tm.fail_if_not_ready_for_send()
+
+
+def test_invalid_transitions_raise() -> None:
+    tm = TransactionManager("tx-1")
+    with pytest.raises(errors.IllegalStateError, match="init_transactions"):
+        tm.begin_transaction()
+    tm = initialized()
+    with pytest.raises(errors.IllegalStateError, match="READY to COMMITTING"):
+        tm.begin_commit()
+    with pytest.raises(errors.IllegalStateError, match="READY to ABORTING"):
+        tm.begin_abort()
+    tm.begin_transaction()
+    with pytest.raises(errors.IllegalStateError, match="IN_TRANSACTION to IN_TRANSACTION"):
+        tm.begin_transaction()
+    with pytest.raises(errors.IllegalStateError, match="INITIALIZING"):
+        tm.initialize_transactions()
+    with pytest.raises(errors.IllegalStateError, match="transactional.id"):
+        TransactionManager(None).begin_transaction()
+
+
+def test_partitions_join_the_transaction_before_their_batches_drain() -> None:
+    tm = initialized()
+    tm.begin_transaction()
+    assert not tm.is_send_to_partition_allowed(TP0)
+    assert not tm.is_send_to_partition_allowed(TP1)
+    req = tm.next_transactional_request(True)
+    assert req.kind == "add_partitions" and req.partitions == [TP0, TP1]
+    # one AddPartitionsToTxn at a time; the partitions in flight are not asked for again
+    assert not tm.is_send_to_partition_allowed(TP0)
+    assert tm.next_transactional_request(True) is None
+    tm.partitions_added([TP0])
+    tm.add_partitions_failed(retry=True)  # TP1 failed (e.g. CONCURRENT_TRANSACTIONS)
+    assert tm.is_send_to_partition_allowed(TP0)
+    req = tm.next_transactional_request(True)
+    assert req.kind == "add_partitions" and req.partitions == [TP1]
+    tm.partitions_added([TP1])
+    assert tm.is_send_to_partition_allowed(TP1)
+    assert not tm.awaiting_partitions()
+
+
+def test_commit_waits_for_incomplete_batches_then_sends_end_txn() -> None:
+    tm = initialized()
+    tm.begin_transaction()
+    tm.is_send_to_partition_allowed(TP0)
+    tm.partitions_added(tm.next_transactional_request(True).partitions)
+    result = tm.begin_commit()
+    assert tm.begin_commit() is result  # a second call after a timeout waits for the same
+    assert tm.next_transactional_request(accumulator_has_incomplete=True) is None
+    req = tm.next_transactional_request(accumulator_has_incomplete=False)
+    assert req.kind == "end_txn" and req.committed
+    assert not result.is_completed
+    tm.end_txn_succeeded()
+    assert result.is_completed and result.error is None
+    assert tm.state == READY and not tm.partitions_in_transaction
+    tm.begin_transaction()  # the next transaction starts from nothing
+    assert not tm.is_send_to_partition_allowed(TP0)
+
+
+def test_an_empty_transaction_completes_without_end_txn() -> None:
+    tm = initialized()
+    tm.begin_transaction()
+    result = tm.begin_commit()
+    assert tm.next_transactional_request(False) is None
+    assert result.is_completed and tm.state == READY
+
+
+def test_a_failed_record_makes_the_transaction_abortable() -> None:
+    tm = initialized()
+    tm.begin_transaction()
+    tm.is_send_to_partition_allowed(TP0)
+    tm.partitions_added(tm.next_transactional_request(True).partitions)
+    batch = drain(tm, FakeBatch(TP0, 3))
+    tm.handle_failed_batch(batch, errors.KafkaTimeoutError("expired"), adjust_sequences=False)
+    assert tm.state == ABORTABLE_ERROR
+    with pytest.raises(errors.TransactionAbortableError, match="expired"):
+        tm.fail_if_not_ready_for_send()
+    with pytest.raises(errors.IllegalStateError, match="abort_transaction"):
+        tm.begin_commit()
+    result = tm.begin_abort()
+    assert tm.state == ABORTING_TRANSACTION
+    req = tm.next_transactional_request(False)
+    assert req.kind == "end_txn" and not req.committed
+    tm.end_txn_succeeded()
+    assert result.is_completed and result.error is None and tm.state == READY
+
+
+def test_a_record_failing_during_commit_fails_the_commit() -> None:
+    tm = initialized()
+    tm.begin_transaction()
+    tm.is_send_to_partition_allowed(TP0)
+    tm.partitions_added(tm.next_transactional_request(True).partitions)
+    batch = drain(tm, FakeBatch(TP0, 2))
+    result = tm.begin_commit()
+    tm.handle_failed_batch(batch, errors.NetworkError("gone"), adjust_sequences=False)
+    assert result.is_completed and isinstance(result.error, errors.TransactionAbortableError)
+    assert tm.next_transactional_request(False) is None  # no EndTxn(commit)
+    with pytest.raises(errors.TransactionAbortableError):
+        result.await_result(0)
+    tm.begin_abort()
+    assert tm.next_transactional_request(False).committed is False
+
+
+def test_fencing_is_fatal_and_rethrown() -> None:
+    tm = initialized()
+    tm.begin_transaction()
+    tm.is_send_to_partition_allowed(TP0)
+    tm.partitions_added(tm.next_transactional_request(True).partitions)
+    commit = tm.begin_commit()
+    fenced = errors.ProducerFencedError("another producer has the id")
+    tm.handle_failed_batch(drain(tm, FakeBatch(TP0, 1)), fenced, adjust_sequences=False)
+    assert tm.state == FATAL_ERROR
+    assert commit.error is fenced
+    with pytest.raises(errors.ProducerFencedError):
+        tm.fail_if_not_ready_for_send()
+    with pytest.raises(errors.ProducerFencedError):
+        tm.begin_abort()
+    assert tm.next_transactional_request(False) is None
+    assert not tm.is_send_to_partition_allowed(TP0)
+
+
+def test_out_of_order_sequence_bumps_the_epoch_after_the_abort() -> None:
+    tm = initialized()
+    tm.begin_transaction()
+    tm.is_send_to_partition_allowed(TP0)
+    tm.partitions_added(tm.next_transactional_request(True).partitions)
+    batch = drain(tm, FakeBatch(TP0, 4))
+    tm.handle_failed_batch(
+        batch, errors.OutOfOrderSequenceNumberError("gap"), adjust_sequences=False
+    )
+    assert tm.state == ABORTABLE_ERROR
+    abort = tm.begin_abort()
+    tm.end_txn_succeeded()
+    assert not abort.is_completed  # the epoch is bumped first
+    req = tm.next_transactional_request(False)
+    assert req.kind == "init_producer_id"
+    tm.producer_id_initialized(7, 1)
+    assert abort.is_completed and tm.state == READY
+    assert tm.producer_id_and_epoch == (7, 1)
+    assert tm.sequence_number(TP0) == 0
+
+
+def test_a_lost_coordinator_is_looked_up_again() -> None:
+    tm = initialized()
+    tm.begin_transaction()
+    tm.is_send_to_partition_allowed(TP0)
+    tm.coordinator_unknown()
+    assert tm.next_transactional_request(True).kind == "find_coordinator"
+    assert tm.pending_partitions == {TP0}  # still wanted
+    tm.coordinator = Node(2, "h2", 9092)
+    assert tm.next_transactional_request(True).kind == "add_partitions"
+
+
+def test_idempotent_only_manager_is_unchanged() -> None:
+    tm = TransactionManager()
+    assert tm.needs_producer_id()
+    tm.set_producer_id_and_epoch(3, 0)
+    assert tm.is_send_to_partition_allowed(TP0)  # no transaction to join
+    assert tm.next_transactional_request(False) is None
+    assert not TransactionManager("tx").needs_producer_id()  # its id comes via the coordinator
