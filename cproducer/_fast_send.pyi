@@ -1,7 +1,7 @@
 from typing import Any, Callable, Optional
 
 class FastSend:
-    closed: bool
+    divert: bool
     def __init__(
         self,
         acc: Any,

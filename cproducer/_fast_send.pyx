@@ -40,7 +40,9 @@ cdef class FastSend:
     cdef double max_block_ms
     cdef bint ignore_keys
     cdef object time_ms
-    cdef public bint closed
+    # every send goes to the slow path: the producer is closed, or (transactional) no
+    # transaction is open, and the slow path says which
+    cdef public bint divert
 
     def __init__(self, RecordAccumulator acc, metadata, slow, wakeup, long long max_request_size,
                  long long total_memory, double max_block_ms, bint ignore_keys, time_ms=None):
@@ -55,7 +57,7 @@ cdef class FastSend:
         self.max_block_ms = max_block_ms
         self.ignore_keys = ignore_keys
         self.time_ms = time_ms
-        self.closed = False
+        self.divert = False
 
     def remember(self, str topic, int count, cluster, long long version):
         """The slow path found the topic's metadata: later sends take the fast path."""
@@ -73,7 +75,7 @@ cdef class FastSend:
         cdef long long now, ts
         cdef RecordAppendResult result
         st = self.states.get(topic)
-        if (st is None or headers is not None or self.closed
+        if (st is None or headers is not None or self.divert
                 or st.version != self.metadata.version):
             return self.slow(topic, value, key, headers, partition, timestamp_ms, callback)
         if key is not None:

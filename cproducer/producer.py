@@ -35,7 +35,7 @@ from cproducer.network import NetworkClient
 from cproducer.partitioners import resolve_partitioner
 from cproducer.sender import Sender
 from cproducer.serializers import as_serialize_fn
-from cproducer.transaction_manager import TransactionManager
+from cproducer.transaction_manager import IN_TRANSACTION, TransactionManager
 
 log = logging.getLogger("cproducer.producer")
 
@@ -183,7 +183,6 @@ class KafkaProducer:
             and self._key_serializer is None
             and self._value_serializer is None
             and self._partitioner is None
-            and not self._transactional  # send() checks the transaction's state first
         ):
             self._fast = FastSend(
                 self._accumulator,
@@ -198,6 +197,15 @@ class KafkaProducer:
             )
             # the instance attribute wins over the method: send() goes straight into Cython
             self.send = self._fast.send  # type: ignore[method-assign]
+            if self._transactional:
+                # outside an open transaction every send goes to _send_slow, which refuses it
+                fast = self._fast
+                fast.divert = True
+
+                def on_state_change(state: str) -> None:
+                    fast.divert = self._closed or state != IN_TRANSACTION
+
+                self._transaction_manager.on_state_change = on_state_change  # type: ignore[union-attr]
         self._sender.start()
         log.debug("producer %s started", self.client_id)
 
@@ -605,7 +613,7 @@ class KafkaProducer:
                 return
             self._closed = True
             if self._fast is not None:
-                self._fast.closed = True
+                self._fast.divert = True
         if timeout is None or timeout > 0:
             self._sender.initiate_close()
             self._sender.thread.join(timeout)

@@ -31,7 +31,7 @@ from __future__ import annotations
 import bisect
 import logging
 import threading
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from cproducer import errors
 from cproducer.cluster import TopicPartition
@@ -132,7 +132,9 @@ class TransactionManager:
     ) -> None:
         self.transactional_id = transactional_id
         self.transaction_timeout_ms = transaction_timeout_ms
-        self.state = UNINITIALIZED
+        #: called with the new state on every change (the producer's send fast path listens)
+        self.on_state_change: Optional[Callable[[str], None]] = None
+        self._state = UNINITIALIZED
         self.last_error: Optional[BaseException] = None
         self.coordinator: Any = None  # Node of the transaction coordinator
         self.partitions_in_transaction: set = set()
@@ -147,6 +149,16 @@ class TransactionManager:
         self._reset_requested = False
         self._fatal: Optional[BaseException] = None
         self.resets = 0  # how many times the producer id was reset (observable for tests/metrics)
+
+    @property
+    def state(self) -> str:
+        return self._state
+
+    @state.setter
+    def state(self, value: str) -> None:
+        self._state = value
+        if self.on_state_change is not None:
+            self.on_state_change(value)
 
     # ------------------------------------------------------------------ producer id
     @property

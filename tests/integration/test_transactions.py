@@ -176,7 +176,10 @@ def test_calls_out_of_order_raise_clear_errors(
         with pytest.raises(errors.IllegalStateError, match="IN_TRANSACTION to IN_TRANSACTION"):
             p.begin_transaction()
         p.send_many(topic, [b"a", b"b"], partition=0)
+        p.send(topic, b"c", partition=0)  # (the Cython fast path, open in a transaction)
         p.commit_transaction(10)
+        with pytest.raises(errors.IllegalStateError, match="begin_transaction"):
+            p.send(topic, b"late", partition=0)  # ... and shut again after it
     finally:
         p.close(10)
     plain = KafkaProducer(bootstrap_servers=broker.bootstrap_servers)
@@ -191,5 +194,5 @@ def test_calls_out_of_order_raise_clear_errors(
             transactional_id="tx-x",
             enable_idempotence=False,
         )
-    values = [r.value for r in read_back(broker.bootstrap_servers, topic, 1, 2)]
-    assert sorted(values) == [b"a", b"b"]
+    values = [r.value for r in read_back(broker.bootstrap_servers, topic, 1, 3)]
+    assert sorted(values) == [b"a", b"b", b"c"]
