@@ -17,6 +17,7 @@ _LAZY = {
     "FutureRecordMetadata": ("cproducer._accumulator", "FutureRecordMetadata"),
     "TopicPartition": ("cproducer.cluster", "TopicPartition"),
     "LocalBroker": ("cproducer.localbroker", "LocalBroker"),
+    "ConsumerGroupMetadata": ("cproducer.transaction_manager", "ConsumerGroupMetadata"),
 }
 
 __all__ = ["errors", "__version__", *_LAZY]

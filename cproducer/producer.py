@@ -13,7 +13,7 @@ import logging
 import re
 import threading
 import time
-from typing import Any, Callable, Dict, Mapping, Optional, Set
+from typing import Any, Callable, Dict, Mapping, Optional, Set, Tuple
 
 import numpy as np
 
@@ -25,7 +25,7 @@ from cproducer._murmur2 import partition_for_key
 from cproducer._records import estimate_size_in_bytes_upper_bound
 from cproducer._send_many import append_columns, partitions_of_column, size_upper_bounds
 from cproducer.batch_future import BatchFuture
-from cproducer.cluster import Cluster
+from cproducer.cluster import Cluster, TopicPartition
 from cproducer.columns import to_column
 from cproducer.compression import codec_id
 from cproducer.config import ProducerConfig
@@ -35,7 +35,11 @@ from cproducer.network import NetworkClient
 from cproducer.partitioners import resolve_partitioner
 from cproducer.sender import Sender
 from cproducer.serializers import as_serialize_fn
-from cproducer.transaction_manager import IN_TRANSACTION, TransactionManager
+from cproducer.transaction_manager import (
+    IN_TRANSACTION,
+    ConsumerGroupMetadata,
+    TransactionManager,
+)
 
 log = logging.getLogger("cproducer.producer")
 
@@ -580,6 +584,26 @@ class KafkaProducer:
         """Start a transaction: the records sent until commit/abort belong to it."""
         self._txn("begin_transaction").begin_transaction()
 
+    def send_offsets_to_transaction(
+        self, offsets: Any, consumer_group_metadata: Any, timeout: Optional[float] = None
+    ) -> None:
+        """Commit consumer offsets as part of the open transaction (consume-transform-produce):
+        they take effect if and only if the transaction commits.
+
+        ``offsets``: a mapping ``{TopicPartition or (topic, partition): offset}`` (the offset of
+        the next record to consume; a value may also be an ``(offset, metadata)`` pair or have
+        ``.offset``/``.metadata``), or an iterable of objects with ``.topic``, ``.partition``,
+        ``.offset`` (e.g. confluent-kafka's ``TopicPartition`` list from ``consumer.position``).
+        ``consumer_group_metadata``: the group id (str) or a ``ConsumerGroupMetadata``."""
+        tm = self._txn("send_offsets_to_transaction")
+        group = _group_metadata(consumer_group_metadata)
+        parsed = _offsets(offsets)
+        if not parsed:
+            return  # Java sends nothing for no offsets either
+        result = tm.send_offsets_to_transaction(parsed, group)
+        self._sender.wakeup()
+        result.await_result(self._txn_timeout(timeout))
+
     def commit_transaction(self, timeout: Optional[float] = None) -> None:
         """Send every record of the transaction, then commit it. If a record failed, this raises
         ``TransactionAbortableError`` and the transaction must be aborted."""
@@ -679,3 +703,64 @@ class KafkaProducer:
     @property
     def closed(self) -> bool:
         return self._closed
+
+
+def _group_metadata(value: Any) -> ConsumerGroupMetadata:
+    if isinstance(value, ConsumerGroupMetadata):
+        return value
+    if isinstance(value, str):
+        if not value:
+            raise ValueError("consumer_group_metadata: the group id is empty")
+        return ConsumerGroupMetadata(value)
+    group_id = getattr(value, "group_id", None)
+    if isinstance(group_id, str) and group_id:
+        return ConsumerGroupMetadata(
+            group_id,
+            int(getattr(value, "generation_id", -1)),
+            str(getattr(value, "member_id", "") or ""),
+            getattr(value, "group_instance_id", None),
+        )
+    raise TypeError(
+        "consumer_group_metadata must be a group id (str) or a ConsumerGroupMetadata, got "
+        f"{type(value).__name__} (confluent-kafka's serialized metadata is opaque: pass the "
+        "group id)"
+    )
+
+
+def _offsets(value: Any) -> Dict[TopicPartition, Tuple[int, int, Optional[str]]]:
+    """offsets of send_offsets_to_transaction -> {tp: (offset, leader_epoch, metadata)}."""
+    out: Dict[TopicPartition, Tuple[int, int, Optional[str]]] = {}
+    if isinstance(value, Mapping):
+        items = list(value.items())
+    else:
+        try:
+            items = [((o.topic, o.partition), o) for o in value]
+        except (TypeError, AttributeError):
+            raise TypeError(
+                "offsets must be a mapping {TopicPartition or (topic, partition): offset} or "
+                f"an iterable of objects with .topic/.partition/.offset, got {type(value).__name__}"
+            ) from None
+    for key, v in items:
+        try:
+            topic, partition = key
+        except (TypeError, ValueError):
+            raise TypeError(f"offsets: key {key!r} is not a (topic, partition)") from None
+        metadata: Optional[str] = None
+        leader_epoch = -1
+        if isinstance(v, tuple):
+            offset, metadata = v
+        elif isinstance(v, int):
+            offset = v
+        else:
+            offset = getattr(v, "offset", None)
+            metadata = getattr(v, "metadata", None)
+            epoch = getattr(v, "leader_epoch", None)
+            leader_epoch = -1 if epoch is None else int(epoch)
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise ValueError(
+                f"offsets: the offset of {topic}[{partition}] must be an int >= 0, got {offset!r}"
+            )
+        if not isinstance(topic, str) or not isinstance(partition, int) or partition < 0:
+            raise TypeError(f"offsets: {key!r} is not a (topic: str, partition: int >= 0)")
+        out[TopicPartition(topic, partition)] = (offset, int(leader_epoch), metadata)
+    return out

@@ -19,16 +19,26 @@ from cproducer import errors
 from cproducer.cluster import Node, TopicPartition
 from cproducer.network import NO_DELAY_LIMIT_MS
 from cproducer.protocol import (
+    KEY_TYPE_GROUP,
     KEY_TYPE_TRANSACTION,
+    AddOffsetsToTxnRequest,
     AddPartitionsToTxnRequest,
     EndTxnRequest,
     FindCoordinatorRequest,
     InitProducerIdRequest,
     ProduceRequest,
+    TxnOffsetCommitRequest,
 )
 from cproducer.transaction_manager import ABORTABLE_ERROR, ABORTING_TRANSACTION
 
 log = logging.getLogger("cproducer.sender")
+
+# a transactional request failing with one of these ends the producer (Java: fatalError)
+_FATAL_TXN_ERRORS = (
+    errors.ProducerFencedError,
+    errors.InvalidProducerEpochError,
+    errors.TransactionalIdAuthorizationFailedError,
+)
 
 
 def _now_ms() -> int:
@@ -189,18 +199,24 @@ class Sender:
         req = tm.next_transactional_request(self.accumulator.has_incomplete())
         if req is None:
             return
-        if req.kind == "find_coordinator":
+        po = tm.pending_offsets
+        if req.kind in ("find_coordinator", "find_group_coordinator"):
             target = self.client.least_loaded_node(now, self.metadata.fetch().nodes)
             if target is None:
                 self.metadata.request_update()
                 return
+        elif req.kind == "txn_offset_commit":
+            target = po.group_coordinator
         else:
             target = tm.coordinator
         if not self.client.ready(target, now):
             if req.kind == "add_partitions":
                 tm.add_partitions_failed(retry=True)
-            if self.client.connection_failed(target) and req.kind != "find_coordinator":
-                tm.coordinator_unknown()
+            if self.client.connection_failed(target):
+                if req.kind == "txn_offset_commit":
+                    po.group_coordinator = None
+                elif req.kind not in ("find_coordinator", "find_group_coordinator"):
+                    tm.coordinator_unknown()
             return
         pid, epoch = tm.producer_id_and_epoch
         txn_id = tm.transactional_id
@@ -209,6 +225,25 @@ class Sender:
             request = FindCoordinatorRequest(txn_id, KEY_TYPE_TRANSACTION)
         elif req.kind == "init_producer_id":
             request = InitProducerIdRequest(txn_id, tm.transaction_timeout_ms, pid, epoch)
+        elif req.kind == "find_group_coordinator":
+            request = FindCoordinatorRequest(po.group.group_id, KEY_TYPE_GROUP)
+        elif req.kind == "add_offsets":
+            request = AddOffsetsToTxnRequest(txn_id, pid, epoch, po.group.group_id)
+        elif req.kind == "txn_offset_commit":
+            by_topic: Dict[str, List[Any]] = {}
+            for tp, (offset, leader_epoch, meta) in po.offsets.items():
+                by_topic.setdefault(tp.topic, []).append((tp.partition, offset, leader_epoch, meta))
+            g = po.group
+            request = TxnOffsetCommitRequest(
+                txn_id,
+                g.group_id,
+                pid,
+                epoch,
+                g.generation_id,
+                g.member_id,
+                g.group_instance_id,
+                by_topic,
+            )
         elif req.kind == "add_partitions":
             topics: Dict[str, List[int]] = {}
             for tp in req.partitions:
@@ -241,8 +276,12 @@ class Sender:
         tm = self.transaction_manager
         body = response.response
         now = self.time_ms()
+        po = tm.pending_offsets
         if response.disconnected or response.timed_out or body is None:
-            if req.kind != "find_coordinator":
+            if req.kind == "txn_offset_commit":
+                if po is not None:
+                    po.group_coordinator = None
+            elif req.kind not in ("find_coordinator", "find_group_coordinator"):
                 tm.coordinator_unknown()
             if req.kind == "add_partitions":
                 tm.add_partitions_failed(retry=True)
@@ -251,10 +290,27 @@ class Sender:
         if req.kind == "add_partitions":
             self._handle_add_partitions(req, body, now)
             return
+        if req.kind == "txn_offset_commit":
+            self._handle_txn_offset_commit(body, now)
+            return
         err = errors.for_code(body.error_code)
+        if req.kind == "find_group_coordinator":
+            if err is None and po is not None:
+                po.group_coordinator = Node(body.node_id, body.host, body.port)
+            elif err is not None and not err.retriable:
+                tm.offsets_stage_done(err)
+            else:
+                tm.retry_after_ms = now + self.retry_backoff_ms
+            return
+        if req.kind == "add_offsets" and err is not None and not err.retriable:
+            if not isinstance(err, _FATAL_TXN_ERRORS):
+                tm.offsets_stage_done(err)  # e.g. GROUP_AUTHORIZATION_FAILED: abortable
+                return
         if err is None:
             if req.kind == "find_coordinator":
                 tm.coordinator = Node(body.node_id, body.host, body.port)
+            elif req.kind == "add_offsets":
+                tm.offsets_stage_done(None)
             elif req.kind == "init_producer_id":
                 tm.producer_id_initialized(body.producer_id, body.producer_epoch)
             else:
@@ -268,6 +324,35 @@ class Sender:
         else:
             log.error("%s failed: %s", req.kind, err)
             tm.transition_to_fatal_error(err)
+
+    def _handle_txn_offset_commit(self, body: Any, now: int) -> None:
+        tm = self.transaction_manager
+        po = tm.pending_offsets
+        if po is None:
+            return
+        worst = None
+        for code in body.errors.values():
+            if code != 0:
+                worst = errors.for_code(code)
+                break
+        if worst is None:
+            tm.offsets_stage_done(None)
+        elif isinstance(
+            worst,
+            (
+                errors.NotCoordinatorError,
+                errors.CoordinatorNotAvailableError,
+                errors.RequestTimedOutError,
+            ),
+        ):
+            po.group_coordinator = None
+            tm.retry_after_ms = now + self.retry_backoff_ms
+        elif worst.retriable:  # load in progress, unknown topic/partition, ...
+            tm.retry_after_ms = now + self.retry_backoff_ms
+        elif isinstance(worst, _FATAL_TXN_ERRORS):
+            tm.transition_to_fatal_error(worst)
+        else:  # e.g. UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION: the consumer was fenced
+            tm.offsets_stage_done(worst)
 
     def _handle_add_partitions(self, req: Any, body: Any, now: int) -> None:
         tm = self.transaction_manager

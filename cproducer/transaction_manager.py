@@ -31,7 +31,7 @@ from __future__ import annotations
 import bisect
 import logging
 import threading
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 
 from cproducer import errors
 from cproducer.cluster import TopicPartition
@@ -91,9 +91,40 @@ class TransactionalRequestResult:
             raise self.error
 
 
+class ConsumerGroupMetadata(NamedTuple):
+    """Java's ConsumerGroupMetadata: the consumer group whose offsets a transaction commits.
+    ``generation_id``/``member_id``/``group_instance_id`` let the group coordinator fence a
+    zombie consumer (TxnOffsetCommit v3+); their defaults skip that check."""
+
+    group_id: str
+    generation_id: int = -1
+    member_id: str = ""
+    group_instance_id: Optional[str] = None
+
+
+class PendingOffsets:
+    """An ``send_offsets_to_transaction`` call on its way: AddOffsetsToTxn to the transaction
+    coordinator, then TxnOffsetCommit to the group's coordinator."""
+
+    __slots__ = ("group", "offsets", "result", "stage", "group_coordinator")
+
+    def __init__(
+        self,
+        group: ConsumerGroupMetadata,
+        offsets: Dict[TopicPartition, Tuple[int, int, Optional[str]]],
+        result: TransactionalRequestResult,
+    ) -> None:
+        self.group = group
+        self.offsets = offsets  # tp -> (offset, leader_epoch, metadata)
+        self.result = result
+        self.stage = "add_offsets"  # then "txn_offset_commit"
+        self.group_coordinator: Any = None
+
+
 class TxnRequest:
     """The transactional request the Sender should send next: ``kind`` is one of
-    ``find_coordinator``, ``init_producer_id``, ``add_partitions``, ``end_txn``."""
+    ``find_coordinator``, ``init_producer_id``, ``add_partitions``, ``add_offsets``,
+    ``find_group_coordinator``, ``txn_offset_commit``, ``end_txn``."""
 
     __slots__ = ("kind", "partitions", "committed")
 
@@ -141,6 +172,8 @@ class TransactionManager:
         self.pending_partitions: set = set()  # want AddPartitionsToTxn
         self.partitions_being_added: set = set()  # AddPartitionsToTxn in flight
         self.pending_result: Optional[TransactionalRequestResult] = None
+        self.pending_offsets: Optional[PendingOffsets] = None
+        self._offsets_added = False  # AddOffsetsToTxn succeeded in this transaction
         self._epoch_bump_required = False
         self.retry_after_ms = 0  # the Sender backs off transactional requests until then
         self._lock = threading.RLock()
@@ -210,6 +243,9 @@ class TransactionManager:
                 self.state = FATAL_ERROR
                 self.last_error = exc
                 self._finish_pending(exc)
+                if self.pending_offsets is not None:
+                    po, self.pending_offsets = self.pending_offsets, None
+                    po.result.done(exc)
 
     @property
     def fatal_error(self) -> Optional[BaseException]:
@@ -424,8 +460,48 @@ class TransactionManager:
                 return self.pending_result
             self._transition(ABORTING_TRANSACTION)
             self.pending_partitions.clear()
+            if self.pending_offsets is not None:
+                po, self.pending_offsets = self.pending_offsets, None
+                po.result.done(errors.TransactionAbortedError("the transaction was aborted"))
             self.pending_result = TransactionalRequestResult("abort_transaction")
             return self.pending_result
+
+    def send_offsets_to_transaction(
+        self,
+        offsets: Dict[TopicPartition, Tuple[int, int, Optional[str]]],
+        group: ConsumerGroupMetadata,
+    ) -> TransactionalRequestResult:
+        with self._lock:
+            self._require_transactional("send_offsets_to_transaction")
+            if self.state == FATAL_ERROR:
+                self._raise_fatal("cannot send offsets")
+            if self.state != IN_TRANSACTION:
+                raise errors.IllegalStateError(
+                    f"send_offsets_to_transaction in state {self.state}: it needs an open "
+                    "transaction (begin_transaction())"
+                )
+            if self.pending_offsets is not None:
+                raise errors.IllegalStateError(
+                    "send_offsets_to_transaction: an earlier call has not completed yet"
+                )
+            result = TransactionalRequestResult("send_offsets_to_transaction")
+            self.pending_offsets = PendingOffsets(group, offsets, result)
+            return result
+
+    def offsets_stage_done(self, error: Optional[BaseException] = None) -> None:
+        """The Sender moves a pending ``send_offsets_to_transaction`` on, or ends it."""
+        with self._lock:
+            po = self.pending_offsets
+            if po is None:
+                return
+            if error is None and po.stage == "add_offsets":
+                po.stage = "txn_offset_commit"
+                self._offsets_added = True
+                return
+            self.pending_offsets = None
+            po.result.done(error)
+            if error is not None and not isinstance(error, errors.ProducerFencedError):
+                self.transition_to_abortable_error(error)
 
     def transition_to_abortable_error(self, exc: BaseException) -> None:
         with self._lock:
@@ -434,6 +510,9 @@ class TransactionManager:
             self.last_error = exc
             committing = self.state == COMMITTING_TRANSACTION
             self.state = ABORTABLE_ERROR
+            if self.pending_offsets is not None:
+                po, self.pending_offsets = self.pending_offsets, None
+                po.result.done(errors.TransactionAbortableError(f"a record failed ({exc!r})"))
             if committing:
                 self._finish_pending(
                     errors.TransactionAbortableError(
@@ -492,12 +571,19 @@ class TransactionManager:
                     return None  # one AddPartitionsToTxn at a time
                 batch = sorted(self.pending_partitions)
                 return self._via_coordinator(TxnRequest("add_partitions", batch))
+            po = self.pending_offsets
+            if po is not None and state in (IN_TRANSACTION, COMMITTING_TRANSACTION):
+                if po.stage == "add_offsets":
+                    return self._via_coordinator(TxnRequest("add_offsets"))
+                if po.group_coordinator is None:
+                    return TxnRequest("find_group_coordinator")
+                return TxnRequest("txn_offset_commit")
             if state in (COMMITTING_TRANSACTION, ABORTING_TRANSACTION):
                 if accumulator_has_incomplete or self.partitions_being_added:
                     return None
                 if self.pending_partitions and state == COMMITTING_TRANSACTION:
                     return None
-                if not self.partitions_in_transaction:
+                if not self.partitions_in_transaction and not self._offsets_added:
                     # nothing was written: no EndTxn needed (Java skips it too)
                     self._complete_transaction()
                     return None
@@ -543,6 +629,7 @@ class TransactionManager:
             self._complete_transaction()
 
     def _complete_transaction(self) -> None:
+        self._offsets_added = False
         self.partitions_in_transaction.clear()
         self.pending_partitions.clear()
         self.partitions_being_added.clear()

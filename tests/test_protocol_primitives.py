@@ -16,6 +16,7 @@ from cproducer.cluster import Node
 from cproducer.errors import CorruptResponseError, UnsupportedVersionError
 from cproducer.protocol import (
     KEY_TYPE_TRANSACTION,
+    AddOffsetsToTxnRequest,
     AddPartitionsToTxnRequest,
     ApiVersionsRequest,
     CreateTopicsRequest,
@@ -27,6 +28,7 @@ from cproducer.protocol import (
     NewTopic,
     ProduceRequest,
     Reader,
+    TxnOffsetCommitRequest,
     Writer,
     choose_version,
     decode_response,
@@ -659,3 +661,96 @@ def test_end_txn_response_from_peer(version: int) -> None:
     peer = k_producer.EndTxnResponse(throttle_time_ms=8, error_code=48)
     resp = _decode_ours(EndTxnRequest(), version, _their_response(peer, version))
     assert (resp.throttle_time_ms, resp.error_code) == (8, 48)
+
+
+@pytest.mark.parametrize("version", range(0, 5))
+def test_add_offsets_to_txn_request_bytes_match_peer(version: int) -> None:
+    ours = AddOffsetsToTxnRequest("tx-1", 2**35, 2, "group-ü")
+    peer = k_producer.AddOffsetsToTxnRequest(
+        transactional_id="tx-1", producer_id=2**35, producer_epoch=2, group_id="group-ü"
+    )
+    assert _ours(ours, version) == _theirs(peer, version)
+
+
+@pytest.mark.parametrize("version", range(0, 5))
+def test_add_offsets_to_txn_response_from_peer(version: int) -> None:
+    peer = k_producer.AddOffsetsToTxnResponse(throttle_time_ms=5, error_code=30)
+    resp = _decode_ours(AddOffsetsToTxnRequest(), version, _their_response(peer, version))
+    assert (resp.throttle_time_ms, resp.error_code) == (5, 30)
+
+
+@pytest.mark.parametrize("version", range(0, 5))
+def test_txn_offset_commit_request_bytes_match_peer(version: int) -> None:
+    ours = TxnOffsetCommitRequest(
+        "tx-1",
+        "g",
+        2**35,
+        2,
+        generation_id=12,
+        member_id="m-1",
+        group_instance_id=None,
+        topics={"a": [(0, 100, 4, None), (2, 7, -1, "meta")], "b": [(1, 2**40, 9, "")]},
+    )
+    topic: Any = k_producer.TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic
+    part = topic.TxnOffsetCommitRequestPartition
+    peer = k_producer.TxnOffsetCommitRequest(
+        transactional_id="tx-1",
+        group_id="g",
+        producer_id=2**35,
+        producer_epoch=2,
+        generation_id=12,
+        member_id="m-1",
+        group_instance_id=None,
+        topics=[
+            topic(
+                name="a",
+                partitions=[
+                    part(
+                        partition_index=0,
+                        committed_offset=100,
+                        committed_leader_epoch=4,
+                        committed_metadata=None,
+                    ),
+                    part(
+                        partition_index=2,
+                        committed_offset=7,
+                        committed_leader_epoch=-1,
+                        committed_metadata="meta",
+                    ),
+                ],
+            ),
+            topic(
+                name="b",
+                partitions=[
+                    part(
+                        partition_index=1,
+                        committed_offset=2**40,
+                        committed_leader_epoch=9,
+                        committed_metadata="",
+                    )
+                ],
+            ),
+        ],
+    )
+    assert _ours(ours, version) == _theirs(peer, version)
+
+
+@pytest.mark.parametrize("version", range(0, 5))
+def test_txn_offset_commit_response_from_peer(version: int) -> None:
+    cls: Any = k_producer.TxnOffsetCommitResponse
+    t = cls.TxnOffsetCommitResponseTopic
+    pp = t.TxnOffsetCommitResponsePartition
+    peer = cls(
+        throttle_time_ms=2,
+        topics=[
+            t(
+                name="a",
+                partitions=[
+                    pp(partition_index=0, error_code=0),
+                    pp(partition_index=2, error_code=22),
+                ],
+            ),
+        ],
+    )
+    resp = _decode_ours(TxnOffsetCommitRequest(), version, _their_response(peer, version))
+    assert resp.throttle_time_ms == 2 and resp.errors == {("a", 0): 0, ("a", 2): 22}

@@ -13,6 +13,7 @@ from cproducer.transaction_manager import (
     ABORTING_TRANSACTION,
     FATAL_ERROR,
     READY,
+    ConsumerGroupMetadata,
     TransactionManager,
 )
 from tests.test_transaction_manager import FakeBatch, drain
@@ -204,3 +205,45 @@ def test_idempotent_only_manager_is_unchanged() -> None:
     assert tm.is_send_to_partition_allowed(TP0)  # no transaction to join
     assert tm.next_transactional_request(False) is None
     assert not TransactionManager("tx").needs_producer_id()  # its id comes via the coordinator
+
+
+def test_send_offsets_walks_add_offsets_then_the_group_coordinator() -> None:
+    tm = initialized()
+    with pytest.raises(errors.IllegalStateError, match="needs an open transaction"):
+        tm.send_offsets_to_transaction({TP0: (5, -1, None)}, ConsumerGroupMetadata("g"))
+    tm.begin_transaction()
+    result = tm.send_offsets_to_transaction({TP0: (5, -1, None)}, ConsumerGroupMetadata("g"))
+    with pytest.raises(errors.IllegalStateError, match="earlier call"):
+        tm.send_offsets_to_transaction({TP0: (6, -1, None)}, ConsumerGroupMetadata("g"))
+    assert tm.next_transactional_request(False).kind == "add_offsets"
+    tm.offsets_stage_done(None)
+    assert tm.next_transactional_request(False).kind == "find_group_coordinator"
+    tm.pending_offsets.group_coordinator = Node(3, "g", 9092)
+    assert tm.next_transactional_request(False).kind == "txn_offset_commit"
+    assert not result.is_completed
+    tm.offsets_stage_done(None)
+    assert result.is_completed and result.error is None and tm.pending_offsets is None
+    # offsets alone make the transaction worth an EndTxn
+    tm.begin_commit()
+    req = tm.next_transactional_request(False)
+    assert req.kind == "end_txn" and req.committed
+
+
+def test_offsets_refused_by_the_group_make_the_transaction_abortable() -> None:
+    tm = initialized()
+    tm.begin_transaction()
+    result = tm.send_offsets_to_transaction({TP0: (5, -1, None)}, ConsumerGroupMetadata("g"))
+    tm.offsets_stage_done(None)
+    fenced_member = errors.for_code(25)  # UNKNOWN_MEMBER_ID
+    assert fenced_member is not None
+    tm.offsets_stage_done(fenced_member)
+    assert result.error is fenced_member and tm.state == ABORTABLE_ERROR
+
+
+def test_abort_fails_offsets_still_on_their_way() -> None:
+    tm = initialized()
+    tm.begin_transaction()
+    result = tm.send_offsets_to_transaction({TP0: (5, -1, None)}, ConsumerGroupMetadata("g"))
+    tm.begin_abort()
+    assert isinstance(result.error, errors.TransactionAbortedError)
+    assert tm.next_transactional_request(False) is None  # nothing written: no EndTxn

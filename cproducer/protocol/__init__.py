@@ -25,6 +25,7 @@ from cproducer.protocol.create_topics import (
 )
 from cproducer.protocol.end_txn import EndTxnRequest, EndTxnResponse
 from cproducer.protocol.find_coordinator import (
+    KEY_TYPE_GROUP,
     KEY_TYPE_TRANSACTION,
     FindCoordinatorRequest,
     FindCoordinatorResponse,
@@ -39,8 +40,19 @@ from cproducer.protocol.metadata import (
 )
 from cproducer.protocol.primitives import Reader, Writer
 from cproducer.protocol.produce import PartitionProduceResponse, ProduceRequest, ProduceResponse
+from cproducer.protocol.txn_offsets import (
+    AddOffsetsToTxnRequest,
+    AddOffsetsToTxnResponse,
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitResponse,
+)
 
 __all__ = [
+    "AddOffsetsToTxnRequest",
+    "AddOffsetsToTxnResponse",
+    "TxnOffsetCommitRequest",
+    "TxnOffsetCommitResponse",
+    "KEY_TYPE_GROUP",
     "KEY_TYPE_TRANSACTION",
     "AddPartitionsToTxnRequest",
     "AddPartitionsToTxnResponse",

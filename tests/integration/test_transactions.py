@@ -1,6 +1,7 @@
 """Transactions against the real broker (Tansu), read back with librdkafka (read_committed, its
 default): init/begin/commit/abort, the commit and abort markers, fencing, close with an open
-transaction, and the errors a user meets when calling things out of order.
+transaction, consumer offsets committed with a transaction (read back with librdkafka's
+``committed``), and the errors a user meets when calling things out of order.
 
 Tansu writes the markers (each takes an offset, which librdkafka skips) but does not hide aborted
 records from read_committed consumers (../shared/notes/broker.md), so an abort is checked by its
@@ -9,11 +10,14 @@ marker and by the fate of the records, not by their invisibility."""
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, Dict, List, Optional
+import uuid
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import pytest
+from confluent_kafka import Consumer
+from confluent_kafka import TopicPartition as CKTopicPartition
 
-from cproducer import KafkaProducer, errors
+from cproducer import ConsumerGroupMetadata, KafkaProducer, TopicPartition, errors
 from cproducer.localbroker import LocalBroker
 from tests.integration.readback import by_partition, read_back
 
@@ -196,3 +200,68 @@ def test_calls_out_of_order_raise_clear_errors(
         )
     values = [r.value for r in read_back(broker.bootstrap_servers, topic, 1, 3)]
     assert sorted(values) == [b"a", b"b", b"c"]
+
+
+def _committed(broker: LocalBroker, group: str, topic: str) -> Optional[int]:
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": group})
+    try:
+        (tp,) = consumer.committed([CKTopicPartition(topic, 0)], timeout=10)
+        return None if tp.offset < 0 else int(tp.offset)
+    finally:
+        consumer.close()
+
+
+def test_offsets_sent_to_a_transaction_commit_with_it_and_only_with_it(
+    broker: LocalBroker, new_topic: Callable[..., str]
+) -> None:
+    # Tansu applies the offsets of a producer's first transaction only (those of its later
+    # transactions are acknowledged and dropped; librdkafka's transactional producer sees the
+    # same), so each case runs as the first transaction of its own producer and group.
+    source, sink = new_topic(1), new_topic(1)
+
+    def fresh() -> Tuple[KafkaProducer, str]:
+        p = _producer(broker, f"tx-offsets-{uuid.uuid4().hex[:8]}")
+        p.init_transactions(10)
+        return p, f"group-{uuid.uuid4().hex[:8]}"
+
+    p, group = fresh()
+    try:
+        p.begin_transaction()
+        p.send(sink, b"out-1", partition=0)
+        p.send_offsets_to_transaction({(source, 0): 10}, group, timeout=10)
+        assert _committed(broker, group, source) is None  # not before the commit
+        p.commit_transaction(10)
+        assert _committed(broker, group, source) == 10
+    finally:
+        p.close(10)
+
+    # confluent-kafka's TopicPartition list and a ConsumerGroupMetadata; aborted
+    p, group = fresh()
+    try:
+        p.begin_transaction()
+        p.send(sink, b"out-2", partition=0)
+        p.send_offsets_to_transaction(
+            [CKTopicPartition(source, 0, 20)], ConsumerGroupMetadata(group), timeout=10
+        )
+        p.abort_transaction(10)
+        assert _committed(broker, group, source) is None  # aborted offsets never count
+    finally:
+        p.close(10)
+
+    # bad arguments, then offsets alone (no record): the transaction still ends with EndTxn
+    p, group = fresh()
+    try:
+        p.begin_transaction()
+        with pytest.raises(TypeError, match="consumer_group_metadata"):
+            p.send_offsets_to_transaction({(source, 0): 30}, b"opaque-bytes")
+        with pytest.raises(ValueError, match=r"offset of .*\[0\] must be an int >= 0"):
+            p.send_offsets_to_transaction({(source, 0): -1}, group)
+        with pytest.raises(TypeError, match="offsets must be a mapping"):
+            p.send_offsets_to_transaction(42, group)
+        p.send_offsets_to_transaction({TopicPartition(source, 0): (30, "meta")}, group)
+        p.commit_transaction(10)
+        assert _committed(broker, group, source) == 30
+        with pytest.raises(errors.IllegalStateError, match="needs an open transaction"):
+            p.send_offsets_to_transaction({(source, 0): 31}, group)
+    finally:
+        p.close(10)

@@ -1,0 +1,133 @@
+"""The two requests of ``send_offsets_to_transaction``; v3+ of both are flexible.
+
+AddOffsetsToTxn (key 25), versions 0-4, to the transaction coordinator:
+    request:  transactional_id string, producer_id int64, producer_epoch int16, group_id string
+    response: throttle_time_ms int32, error_code int16
+
+TxnOffsetCommit (key 28), versions 0-4, to the group coordinator:
+    request:  transactional_id string, group_id string, producer_id int64, producer_epoch int16,
+              [v3+: generation_id int32, member_id string, group_instance_id nullable string],
+              topics [name string, partitions [partition_index int32, committed_offset int64,
+                       v2+: committed_leader_epoch int32, committed_metadata nullable string]]
+    response: throttle_time_ms int32,
+              topics [name string, [partition_index int32, error_code int16]]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
+
+from cproducer.protocol.primitives import Reader, Writer
+
+
+@dataclass
+class AddOffsetsToTxnResponse:
+    throttle_time_ms: int
+    error_code: int
+
+
+@dataclass
+class AddOffsetsToTxnRequest:
+    API_KEY = 25
+    MIN_VERSION = 0
+    MAX_VERSION = 4
+    FIRST_FLEXIBLE_VERSION = 3
+    transactional_id: str = ""
+    producer_id: int = -1
+    producer_epoch: int = -1
+    group_id: str = ""
+
+    def expect_response(self) -> bool:
+        return True
+
+    def encode_body(self, version: int) -> List[Any]:
+        flex = version >= 3
+        w = Writer()
+        w.string(self.transactional_id, compact=flex)
+        w.int64(self.producer_id).int16(self.producer_epoch)
+        w.string(self.group_id, compact=flex)
+        if flex:
+            w.tagged_fields()
+        return [w.buf]
+
+    @staticmethod
+    def decode_response(version: int, data: memoryview) -> AddOffsetsToTxnResponse:
+        r = Reader(data)
+        out = AddOffsetsToTxnResponse(r.int32(), r.int16())
+        if version >= 3:
+            r.tagged_fields()
+        return out
+
+
+@dataclass
+class TxnOffsetCommitResponse:
+    throttle_time_ms: int
+    #: (topic, partition) -> error code
+    errors: Dict[Tuple[str, int], int]
+
+
+@dataclass
+class TxnOffsetCommitRequest:
+    API_KEY = 28
+    MIN_VERSION = 0
+    MAX_VERSION = 4
+    FIRST_FLEXIBLE_VERSION = 3
+    transactional_id: str = ""
+    group_id: str = ""
+    producer_id: int = -1
+    producer_epoch: int = -1
+    generation_id: int = -1
+    member_id: str = ""
+    group_instance_id: Optional[str] = None
+    #: topic -> [(partition, offset, leader_epoch, metadata)]
+    topics: Dict[str, List[Tuple[int, int, int, Optional[str]]]] = field(default_factory=dict)
+
+    def expect_response(self) -> bool:
+        return True
+
+    def encode_body(self, version: int) -> List[Any]:
+        flex = version >= 3
+        w = Writer()
+        w.string(self.transactional_id, compact=flex)
+        w.string(self.group_id, compact=flex)
+        w.int64(self.producer_id).int16(self.producer_epoch)
+        if version >= 3:
+            w.int32(self.generation_id)
+            w.string(self.member_id, compact=True)
+            w.string(self.group_instance_id, compact=True, nullable=True)
+        w.array_length(len(self.topics), flex)
+        for topic, partitions in self.topics.items():
+            w.string(topic, compact=flex)
+            w.array_length(len(partitions), flex)
+            for index, offset, leader_epoch, metadata in partitions:
+                w.int32(index).int64(offset)
+                if version >= 2:
+                    w.int32(leader_epoch)
+                w.string(metadata, compact=flex, nullable=True)
+                if flex:
+                    w.tagged_fields()
+            if flex:
+                w.tagged_fields()
+        if flex:
+            w.tagged_fields()
+        return [w.buf]
+
+    @staticmethod
+    def decode_response(version: int, data: memoryview) -> TxnOffsetCommitResponse:
+        flex = version >= 3
+        r = Reader(data)
+        throttle = r.int32()
+        out: Dict[Tuple[str, int], int] = {}
+        for _ in range(r.array_length(flex)):
+            topic = r.string(compact=flex) or ""
+            for _ in range(r.array_length(flex)):
+                partition = r.int32()
+                out[(topic, partition)] = r.int16()
+                if flex:
+                    r.tagged_fields()
+            if flex:
+                r.tagged_fields()
+        if flex:
+            r.tagged_fields()
+        return TxnOffsetCommitResponse(throttle, out)
