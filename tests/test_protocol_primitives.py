@@ -538,6 +538,7 @@ def _peer_frames() -> Iterator[Tuple[Any, int, memoryview]]:
         yield InitProducerIdRequest(), v, _their_response(peer, v)
     for v in range(2, 8):
         yield CreateTopicsRequest([]), v, _their_response(_peer_create_topics(), v)
+    yield from _peer_txn_frames()
 
 
 def test_every_truncation_of_peer_responses_raises_corrupt_response() -> None:
@@ -754,3 +755,37 @@ def test_txn_offset_commit_response_from_peer(version: int) -> None:
     )
     resp = _decode_ours(TxnOffsetCommitRequest(), version, _their_response(peer, version))
     assert resp.throttle_time_ms == 2 and resp.errors == {("a", 0): 0, ("a", 2): 22}
+
+
+def _peer_txn_frames() -> Iterator[Tuple[Any, int, memoryview]]:
+    """The transactional APIs' answers, for the truncation and corruption checks above."""
+    fc: Any = k_metadata.FindCoordinatorResponse
+    ap: Any = k_producer.AddPartitionsToTxnResponse
+    apt = ap.AddPartitionsToTxnTopicResult
+    tc: Any = k_producer.TxnOffsetCommitResponse
+    tct = tc.TxnOffsetCommitResponseTopic
+    for v in range(0, 5):
+        if v >= 4:
+            coordinator = fc.Coordinator(
+                key="k", node_id=1, host="h", port=1, error_code=0, error_message=None
+            )
+            peer = fc(throttle_time_ms=1, coordinators=[coordinator])
+        else:
+            peer = fc(
+                throttle_time_ms=1, error_code=0, error_message=None, node_id=1, host="h", port=1
+            )
+        yield FindCoordinatorRequest("k"), v, _their_response(peer, v)
+        peer = k_producer.EndTxnResponse(throttle_time_ms=1, error_code=0)
+        yield EndTxnRequest(), v, _their_response(peer, v)
+        peer = k_producer.AddOffsetsToTxnResponse(throttle_time_ms=1, error_code=0)
+        yield AddOffsetsToTxnRequest(), v, _their_response(peer, v)
+        part = tct.TxnOffsetCommitResponsePartition(partition_index=1, error_code=0)
+        peer = tc(throttle_time_ms=1, topics=[tct(name="t", partitions=[part])])
+        yield TxnOffsetCommitRequest(), v, _their_response(peer, v)
+    for v in range(0, 4):
+        part = apt.AddPartitionsToTxnPartitionResult(partition_index=1, partition_error_code=0)
+        peer = ap(
+            throttle_time_ms=1,
+            results_by_topic_v3_and_below=[apt(name="t", results_by_partition=[part])],
+        )
+        yield AddPartitionsToTxnRequest(), v, _their_response(peer, v)

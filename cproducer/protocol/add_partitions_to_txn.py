@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Tuple
 
-from cproducer.protocol.primitives import Reader, Writer
+from cproducer.protocol.primitives import Writer, read_throttle_and_partition_errors
 
 
 @dataclass
@@ -57,19 +57,4 @@ class AddPartitionsToTxnRequest:
 
     @staticmethod
     def decode_response(version: int, data: memoryview) -> AddPartitionsToTxnResponse:
-        flex = version >= 3
-        r = Reader(data)
-        throttle = r.int32()
-        out: Dict[Tuple[str, int], int] = {}
-        for _ in range(r.array_length(flex)):
-            topic = r.string(compact=flex) or ""
-            for _ in range(r.array_length(flex)):
-                partition = r.int32()
-                out[(topic, partition)] = r.int16()
-                if flex:
-                    r.tagged_fields()
-            if flex:
-                r.tagged_fields()
-        if flex:
-            r.tagged_fields()
-        return AddPartitionsToTxnResponse(throttle, out)
+        return AddPartitionsToTxnResponse(*read_throttle_and_partition_errors(data, version >= 3))

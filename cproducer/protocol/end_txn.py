@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, List
 
-from cproducer.protocol.primitives import Reader, Writer
+from cproducer.protocol.primitives import Writer, read_throttle_and_error
 
 
 @dataclass
@@ -43,8 +43,4 @@ class EndTxnRequest:
 
     @staticmethod
     def decode_response(version: int, data: memoryview) -> EndTxnResponse:
-        r = Reader(data)
-        out = EndTxnResponse(r.int32(), r.int16())
-        if version >= 3:
-            r.tagged_fields()
-        return out
+        return EndTxnResponse(*read_throttle_and_error(data, version >= 3))

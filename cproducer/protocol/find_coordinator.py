@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, List, Optional
 
+from cproducer.errors import CorruptResponseError
 from cproducer.protocol.primitives import Reader, Writer
 
 KEY_TYPE_GROUP = 0
@@ -64,7 +65,7 @@ class FindCoordinatorRequest:
         else:
             coordinators = r.array(_read_coordinator, compact=True) or []
             if not coordinators:
-                raise ValueError("FindCoordinator v4+ answered no coordinator")
+                raise CorruptResponseError("FindCoordinator v4+ answered no coordinator")
             _key, node_id, host, port, error_code, message = coordinators[0]
         if flex:
             r.tagged_fields()

@@ -18,7 +18,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
-from cproducer.protocol.primitives import Reader, Writer
+from cproducer.protocol.primitives import (
+    Writer,
+    read_throttle_and_error,
+    read_throttle_and_partition_errors,
+)
 
 
 @dataclass
@@ -53,11 +57,7 @@ class AddOffsetsToTxnRequest:
 
     @staticmethod
     def decode_response(version: int, data: memoryview) -> AddOffsetsToTxnResponse:
-        r = Reader(data)
-        out = AddOffsetsToTxnResponse(r.int32(), r.int16())
-        if version >= 3:
-            r.tagged_fields()
-        return out
+        return AddOffsetsToTxnResponse(*read_throttle_and_error(data, version >= 3))
 
 
 @dataclass
@@ -115,19 +115,4 @@ class TxnOffsetCommitRequest:
 
     @staticmethod
     def decode_response(version: int, data: memoryview) -> TxnOffsetCommitResponse:
-        flex = version >= 3
-        r = Reader(data)
-        throttle = r.int32()
-        out: Dict[Tuple[str, int], int] = {}
-        for _ in range(r.array_length(flex)):
-            topic = r.string(compact=flex) or ""
-            for _ in range(r.array_length(flex)):
-                partition = r.int32()
-                out[(topic, partition)] = r.int16()
-                if flex:
-                    r.tagged_fields()
-            if flex:
-                r.tagged_fields()
-        if flex:
-            r.tagged_fields()
-        return TxnOffsetCommitResponse(throttle, out)
+        return TxnOffsetCommitResponse(*read_throttle_and_partition_errors(data, version >= 3))
