@@ -4,8 +4,11 @@ One fresh LocalBroker; each client runs in its own child process (so the CPU tim
 own, all threads included); each gets its own topic. The workload: N x 100-byte values, 1,000
 distinct keys, lz4, linger 5 ms, acks=all, 6 partitions, every record acknowledged (the count is
 checked). Prints msg/s, client CPU us per message and ratios to confluent-kafka.
+``--transactions K``: every client (confluent, send, send_many) commits a transaction every K
+records instead.
 
     python benchmarks/compare_peers.py [--records 300000] [--clients confluent,send,send_many,...]
+                                       [--transactions 10000]
 """
 
 from __future__ import annotations
@@ -23,6 +26,25 @@ from typing import Any, Callable, Dict, List
 VALUE_SIZE = 100
 DISTINCT_KEYS = 1000
 PARTITIONS = 6
+#: records per transaction (0: no transactions); set in each child from --transactions
+TXN_RECORDS = 0
+
+
+def _txn_config() -> Dict[str, Any]:
+    return {"transactional.id": f"peers-{os.getpid()}"} if TXN_RECORDS else {}
+
+
+def _txn_step(p: Any, i: int) -> None:
+    """Before record i: at every TXN_RECORDS boundary, commit the last transaction, begin one."""
+    if TXN_RECORDS and i % TXN_RECORDS == 0:
+        if i:
+            p.commit_transaction()
+        p.begin_transaction()
+
+
+def _txn_end(p: Any) -> None:
+    if TXN_RECORDS:
+        p.commit_transaction()
 
 
 def _workload(n: int):
@@ -47,8 +69,11 @@ def run_confluent(bootstrap: str, topic: str, n: int) -> int:
             "linger.ms": 5,
             "acks": "all",
             "queue.buffering.max.messages": 1_000_000,
+            **_txn_config(),
         }
     )
+    if TXN_RECORDS:
+        p.init_transactions()
     delivered = [0]
 
     def on_delivery(err: Any, msg: Any) -> None:
@@ -56,6 +81,7 @@ def run_confluent(bootstrap: str, topic: str, n: int) -> int:
             delivered[0] += 1
 
     for i in range(n):
+        _txn_step(p, i)
         while True:
             try:
                 p.produce(topic, value, keys[i % DISTINCT_KEYS], on_delivery=on_delivery)
@@ -64,6 +90,7 @@ def run_confluent(bootstrap: str, topic: str, n: int) -> int:
                 p.poll(0.01)
         if i % 1000 == 0:
             p.poll(0)
+    _txn_end(p)
     p.flush(60)
     return delivered[0]
 
@@ -79,11 +106,19 @@ def run_cproducer_send(bootstrap: str, topic: str, n: int) -> int:
             delivered[0] += 1
 
     with KafkaProducer(
-        bootstrap_servers=bootstrap, compression_type="lz4", linger_ms=5, acks="all"
+        _txn_config(), bootstrap_servers=bootstrap, compression_type="lz4", linger_ms=5, acks="all"
     ) as p:
+        if TXN_RECORDS:
+            p.init_transactions()
         send = p.send
-        for i in range(n):
-            send(topic, value, keys[i % DISTINCT_KEYS], callback=on_completion)
+        if not TXN_RECORDS:
+            for i in range(n):
+                send(topic, value, keys[i % DISTINCT_KEYS], callback=on_completion)
+        else:
+            for i in range(n):
+                _txn_step(p, i)
+                send(topic, value, keys[i % DISTINCT_KEYS], callback=on_completion)
+            _txn_end(p)
         p.flush()
     return delivered[0]
 
@@ -92,18 +127,22 @@ def run_cproducer_send_many(bootstrap: str, topic: str, n: int) -> int:
     from cproducer import KafkaProducer
 
     keys, value = _workload(n)
-    chunk = 10_000
+    chunk = TXN_RECORDS or 10_000  # with transactions: one send_many per transaction
     all_keys = [keys[i % DISTINCT_KEYS] for i in range(chunk)]
     values = [value] * chunk
     futures = []
     with KafkaProducer(
-        bootstrap_servers=bootstrap, compression_type="lz4", linger_ms=5, acks="all"
+        _txn_config(), bootstrap_servers=bootstrap, compression_type="lz4", linger_ms=5, acks="all"
     ) as p:
+        if TXN_RECORDS:
+            p.init_transactions()
         sent = 0
         while sent < n:
             m = min(chunk, n - sent)
+            _txn_step(p, sent)
             futures.append(p.send_many(topic, values[:m], keys=all_keys[:m]))
             sent += m
+        _txn_end(p)
         p.flush()
         return sum(f.get(60).count - len(f.get(60).errors) for f in futures)
 
@@ -167,8 +206,12 @@ IMPORTS = {
 }
 
 
-def _child(name: str, bootstrap: str, topic: str, n: int, out: Any) -> None:
+def _child(name: str, bootstrap: str, topic: str, n: int, txn: int, out: Any) -> None:
+    global TXN_RECORDS
+    TXN_RECORDS = txn
     try:
+        if txn and name not in ("confluent", "send", "send_many"):
+            raise NotImplementedError("not measured with --transactions")
         import importlib
 
         importlib.import_module(IMPORTS[name])  # import time is not the client's throughput
@@ -185,6 +228,7 @@ def main(argv: List[str] | None = None) -> int:
     ap.add_argument("--records", type=int, default=300_000)
     ap.add_argument("--clients", default=",".join(CLIENTS))
     ap.add_argument("--json", help="also write the results here")
+    ap.add_argument("--transactions", type=int, default=0, metavar="K", help="commit every K")
     args = ap.parse_args(argv)
     from cproducer.localbroker import LocalBroker
 
@@ -197,7 +241,8 @@ def main(argv: List[str] | None = None) -> int:
             broker.create_topic(topic, PARTITIONS)
             q = ctx.Queue()
             proc = ctx.Process(
-                target=_child, args=(name, broker.bootstrap_servers, topic, args.records, q)
+                target=_child,
+                args=(name, broker.bootstrap_servers, topic, args.records, args.transactions, q),
             )
             proc.start()
             res = q.get(timeout=900)
@@ -213,6 +258,7 @@ def main(argv: List[str] | None = None) -> int:
     print(
         f"workload: {args.records} x {VALUE_SIZE} B, {DISTINCT_KEYS} keys, lz4, linger 5 ms, "
         f"acks=all, {PARTITIONS} partitions"
+        + (f", a transaction every {args.transactions} records" if args.transactions else "")
     )
     print(f"{'client':<14}{'msg/s':>12}{'CPU us/msg':>12}{'x msg/s':>10}{'x CPU':>8}")
     for r in results:
