@@ -247,3 +247,26 @@ def test_abort_fails_offsets_still_on_their_way() -> None:
     tm.begin_abort()
     assert isinstance(result.error, errors.TransactionAbortedError)
     assert tm.next_transactional_request(False) is None  # nothing written: no EndTxn
+
+
+def test_the_accumulator_drains_a_partition_only_once_it_joined_and_marks_batches() -> None:
+    """The real RecordAccumulator with the real TransactionManager: nothing of a partition is
+    drained before AddPartitionsToTxn succeeded, and what is drained then is a transactional
+    batch under the producer's id (decoded by kafka-python)."""
+    from kafka.record.default_records import DefaultRecordBatch
+
+    from tests.test_accumulator import acc, append, cluster
+
+    tm = initialized()
+    tm.begin_transaction()
+    a, c = acc(linger=0, transaction_manager=tm), cluster(2)
+    append(a, c, 0)
+    assert a.drain(c, {1}, 1 << 20, 0).get(1, []) == []
+    req = tm.next_transactional_request(True)
+    assert req.kind == "add_partitions" and req.partitions == [TopicPartition("t", 0)]
+    assert a.drain(c, {1}, 1 << 20, 0).get(1, []) == []  # the answer has not come yet
+    tm.partitions_added(req.partitions)
+    (batch,) = a.drain(c, {1}, 1 << 20, 0)[1]
+    parsed = DefaultRecordBatch(bytes(batch.buffer()))
+    assert parsed.is_transactional
+    assert (parsed.producer_id, parsed.producer_epoch, parsed.base_sequence) == (7, 0, 0)
