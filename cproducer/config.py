@@ -185,7 +185,18 @@ _DEFS: Tuple[ConfigDef, ...] = (
     ConfigDef("send.buffer.bytes", 131072, _int(-1, _INT32_MAX), "SO_SNDBUF (-1: OS)"),
     ConfigDef("receive.buffer.bytes", 32768, _int(-1, _INT32_MAX), "SO_RCVBUF (-1: OS)"),
     ConfigDef("connections.max.idle.ms", 540000, _int(0, _INT64_MAX), "idle close"),
-    ConfigDef("security.protocol", "plaintext", _choice("plaintext"), "only PLAINTEXT for now"),
+    ConfigDef("security.protocol", "plaintext", _choice("plaintext", "ssl"), "PLAINTEXT or SSL"),
+    ConfigDef("ssl.truststore.location", None, _optional_str, "CA certificates (PEM file)"),
+    ConfigDef("ssl.truststore.type", "PEM", _choice("pem"), "only PEM"),
+    ConfigDef("ssl.keystore.location", None, _optional_str, "client cert chain + key (PEM file)"),
+    ConfigDef("ssl.keystore.type", "PEM", _choice("pem"), "only PEM"),
+    ConfigDef("ssl.key.password", None, _optional_str, "password of the keystore's key"),
+    ConfigDef(
+        "ssl.endpoint.identification.algorithm",
+        "https",
+        _choice("https", ""),
+        "'https': the certificate must name the broker's host; '': chain only",
+    ),
 )
 
 CONFIG_DEFS: Dict[str, ConfigDef] = {d.java_name: d for d in _DEFS}
@@ -196,12 +207,15 @@ _ALIASES.update(
     {
         "partitioner": "partitioner.class",
         "interceptors": "interceptor.classes",
+        "ssl_cafile": "ssl.truststore.location",
+        "ssl_certfile": "ssl.keystore.location",
+        "ssl_password": "ssl.key.password",
     }
 )
 _ALIASES.update({d.java_name: d.java_name for d in _DEFS})
 
 #: Settings that are not Kafka configs but hooks (tests, the future test proxy).
-_HOOKS = ("time_ms", "socket_factory", "random")
+_HOOKS = ("time_ms", "socket_factory", "random", "ssl_context")
 
 _client_ids = itertools.count(1)
 

@@ -146,10 +146,14 @@ class LocalBroker:
         storage: str = "memory://tansu/",
         log_file: Optional[str] = None,
         host: str = "127.0.0.1",
+        advertised_port: Optional[int] = None,
     ) -> None:
         self.binary = find_broker_binary(binary)
         self.host = host
         self.port = port or _free_port()
+        # what Metadata tells clients to connect to: another port when something sits in front
+        # of the broker (a TLS terminator, a test proxy)
+        self.advertised_port = advertised_port or self.port
         self.storage = storage
         self._own_log = log_file is None
         if log_file is None:
@@ -170,7 +174,7 @@ class LocalBroker:
             "--listener-url",
             url,
             "--advertised-listener-url",
-            url,
+            f"tcp://{self.host}:{self.advertised_port}",
             "--storage-engine",
             self.storage,
         ]

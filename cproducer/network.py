@@ -124,6 +124,7 @@ class _Connection:
     last_activity_ms: int = 0
     api_versions_version: int = 3
     events: int = selectors.EVENT_WRITE  # what the selector watches (registered when connecting)
+    tls: bool = False  # sock is a cproducer.tls.TlsSocket
 
 
 class _NodeBackoff:
@@ -257,6 +258,7 @@ class NetworkClient:
             self._record_failure(node.id)
             return
         conn = _Connection(node.id, node.host, node.port, sock, CONNECTING, now_ms)
+        conn.tls = hasattr(sock, "wants_write")
         conn.last_activity_ms = now_ms
         b.setup_timeout_ms = _exp_backoff(
             self.setup_timeout_ms, self.setup_timeout_max_ms, b.failures
@@ -322,6 +324,9 @@ class NetworkClient:
     def _update_interest(self, conn: _Connection) -> None:
         if conn.state == CONNECTING:
             events = selectors.EVENT_WRITE
+        elif conn.tls:
+            write = conn.sock.wants_write(bool(conn.send_queue))
+            events = selectors.EVENT_READ | (selectors.EVENT_WRITE if write else 0)
         else:
             events = selectors.EVENT_READ | (selectors.EVENT_WRITE if conn.send_queue else 0)
         if events == conn.events:
@@ -334,6 +339,12 @@ class NetworkClient:
 
     def _flush(self, conn: _Connection, now_ms: int) -> None:
         """Write as much of the send queue as the socket takes (gather writes)."""
+        if conn.tls:
+            try:
+                conn.sock.flush_output()  # ciphertext left over from the last call
+            except OSError as exc:
+                self._disconnect(conn, now_ms, f"send failed: {exc}", errors.NetworkError(str(exc)))
+                return
         while conn.send_queue:
             views, request = conn.send_queue[0]
             try:
@@ -484,6 +495,10 @@ class NetworkClient:
             self._disconnect(conn, now_ms, f"receive failed: {exc}", errors.NetworkError(str(exc)))
             return
         conn.last_activity_ms = now_ms
+        if conn.tls and (conn.send_queue or conn.sock.has_pending_output()):
+            self._flush(conn, now_ms)  # the handshake may have finished: queued requests can go
+            if self._conns.get(conn.node_id) is not conn:
+                return
         buf = conn.recv
         pos = 0
         while len(buf) - pos >= 4:

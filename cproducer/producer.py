@@ -31,10 +31,11 @@ from cproducer.compression import codec_id
 from cproducer.config import ProducerConfig
 from cproducer.interceptors import ProducerInterceptors, ProducerRecord
 from cproducer.metadata import ProducerMetadata
-from cproducer.network import NetworkClient
+from cproducer.network import NetworkClient, default_socket_factory
 from cproducer.partitioners import resolve_partitioner
 from cproducer.sender import Sender
 from cproducer.serializers import as_serialize_fn
+from cproducer.tls import ssl_context_from_config, tls_socket_factory
 from cproducer.transaction_manager import (
     IN_TRANSACTION,
     ConsumerGroupMetadata,
@@ -149,6 +150,16 @@ class KafkaProducer:
         client_kwargs: Dict[str, Any] = {}
         if "socket_factory" in cfg.hooks:
             client_kwargs["socket_factory"] = cfg.hooks["socket_factory"]
+        if cfg["security.protocol"] == "ssl":
+            context = cfg.hooks.get("ssl_context") or ssl_context_from_config(
+                cfg["ssl.truststore.location"],
+                cfg["ssl.keystore.location"],
+                cfg["ssl.key.password"],
+                cfg["ssl.endpoint.identification.algorithm"],
+            )
+            client_kwargs["socket_factory"] = tls_socket_factory(
+                context, client_kwargs.get("socket_factory", default_socket_factory)
+            )
         self._client = NetworkClient(
             client_id=self.client_id,
             metadata=self._metadata,
