@@ -1,0 +1,89 @@
+"""KIP-794's slow-broker experiment (seed 002's table), on one Tansu broker behind a
+VirtualCluster of 3 virtual nodes, node 0 taking 20 ms per Produce request, one at a time.
+
+Topic foo, 3 partitions (leaders: node p % 3). For each partitioner setting, cproducer-perf-test
+sends N x 512-byte unkeyed records at a capped rate (default 2048/s = 1 MB/s, then 4096/s), each
+run in its own process; the table shows its throughput and latencies, and each virtual node's
+share of the records (read back with librdkafka).
+
+    python benchmarks/kip794_slow_broker.py [--num-records 122880] [--throughputs 2048,4096]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import time
+from typing import Dict, List
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+from cproducer.localbroker import LocalBroker  # noqa: E402
+from tests.integration.readback import read_back  # noqa: E402
+from tests.tools.virtual_cluster import VirtualCluster  # noqa: E402
+
+SETTINGS = [
+    ("legacy DefaultPartitioner (KIP-480 sticky)", ["partitioner.class=DefaultPartitioner"]),
+    (
+        "partitioner.adaptive.partitioning.enable=false",
+        ["partitioner.adaptive.partitioning.enable=false"],
+    ),
+    ("new logic, all defaults (KIP-794)", []),
+    ("partitioner.availability.timeout.ms=5", ["partitioner.availability.timeout.ms=5"]),
+]
+LINE = re.compile(
+    r"records/sec \(([\d.]+) MB/sec\), ([\d.]+) ms avg latency, ([\d.]+) ms max latency, "
+    r"(\d+) ms 50th, (\d+) ms 95th, (\d+) ms 99th, (\d+) ms 99.9th"
+)
+
+
+def main(argv: List[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--num-records", type=int, default=122880)
+    ap.add_argument("--throughputs", default="2048,4096")
+    ap.add_argument("--slow-ms", type=float, default=20.0)
+    args = ap.parse_args(argv)
+    with LocalBroker() as broker, VirtualCluster(broker.bootstrap_servers, 3) as vc:
+        vc.set_produce_service_ms(0, args.slow_ms)
+        print(
+            f"{args.num_records} x 512 B unkeyed, 3 virtual nodes, node 0: {args.slow_ms:g} ms "
+            "per Produce request, one at a time; Java's defaults otherwise"
+        )
+        for throughput in [int(t) for t in args.throughputs.split(",")]:
+            print(f"\n--throughput {throughput} ({throughput * 512 / 2**20:.2f} MB/s offered)")
+            print(
+                f"{'setting':<48}{'MB/s':>7}{'avg ms':>9}{'p99 ms':>8}{'p99.9':>8}"
+                f"{'node 0 share':>14}"
+            )
+            for name, props in SETTINGS:
+                topic = f"foo-{time.time_ns()}"
+                broker.create_topic(topic, 3)
+                cmd = [
+                    sys.executable, "-m", "cproducer.perf", "--topic", topic,
+                    "--num-records", str(args.num_records), "--record-size", "512",
+                    "--throughput", str(throughput), "--bootstrap-server", vc.bootstrap_servers,
+                    "--producer-props", *props,
+                ]  # fmt: skip
+                out = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
+                m = LINE.search(out.stdout)
+                if m is None:
+                    print(f"{name:<48} failed: {out.stdout[-300:]} {out.stderr[-300:]}")
+                    continue
+                records = read_back(vc.bootstrap_servers, topic, 3, args.num_records)
+                per: Dict[int, int] = {}
+                for r in records:
+                    per[r.partition] = per.get(r.partition, 0) + 1
+                share = per.get(0, 0) / max(len(records), 1)  # partition 0 is node 0's
+                mb, avg, _mx, _p50, _p95, p99, p999 = m.groups()
+                print(
+                    f"{name:<48}{float(mb):>7.2f}{float(avg):>9.1f}{int(p99):>8}{int(p999):>8}"
+                    f"{share:>13.1%}"
+                )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,231 @@
+"""A protocol-aware proxy that presents several virtual brokers over one real broker.
+
+Tansu runs as one node. ``VirtualCluster`` listens on N loopback ports, one per virtual node
+(ids 0..N-1), and forwards every request to the real broker over a connection of its own. It
+rewrites the answers that name brokers: Metadata lists the N virtual nodes and makes node
+``p % N`` the leader of partition ``p`` (the next live node if that one is down), FindCoordinator
+names a live virtual node. Everything else passes through byte for byte.
+
+Knobs, per node, changeable while clients run:
+- ``set_produce_service_ms(node, ms)``: the node handles Produce requests one at a time (across
+  all its connections) and each takes ``ms`` before it is forwarded, as a slow broker's request
+  handler would (the KIP-794 experiment: "Kafka-0 injects a 20 ms sleep per produce response");
+- ``fail_node(node)``: its connections are cut, it refuses new ones, and Metadata moves its
+  partitions to the next live node with a higher leader epoch; ``restore_node(node)`` undoes it.
+
+Answers are decoded and re-encoded with kafka-python's schema-generated classes (a test
+dependency), so this lives with the tests, not in the package.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import struct
+import threading
+from collections import deque
+from typing import Any, Deque, Dict, List, Set, Tuple
+
+from kafka.protocol.metadata import FindCoordinatorResponse, MetadataResponse
+
+log = logging.getLogger("tests.virtual_cluster")
+_SIZE = struct.Struct(">i")
+_HEADER = struct.Struct(">hhi")  # api_key, api_version, correlation_id
+METADATA, FIND_COORDINATOR, PRODUCE = 3, 10, 0
+
+
+class VirtualCluster:
+    def __init__(self, upstream: str, nodes: int = 3, host: str = "127.0.0.1") -> None:
+        up_host, up_port = upstream.rsplit(":", 1)
+        self.upstream = (up_host, int(up_port))
+        self.host = host
+        self.n = nodes
+        self.ports: List[int] = []
+        self.service_ms: Dict[int, float] = {}
+        self.failed: Set[int] = set()
+        self.leader_moves = 0
+        self.produce_requests: Dict[int, int] = {i: 0 for i in range(nodes)}
+        self._loop = asyncio.new_event_loop()
+        self._locks: Dict[int, asyncio.Lock] = {}
+        self._servers: Dict[int, Any] = {}
+        self._writers: Dict[int, Set[asyncio.StreamWriter]] = {i: set() for i in range(nodes)}
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+
+    # ---------------------------------------------------------------- control (any thread)
+    def start(self) -> VirtualCluster:
+        self._thread.start()
+        for node in range(self.n):
+            self._call(self._listen(node, 0))
+        return self
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(f"{self.host}:{p}" for p in self.ports)
+
+    def leader_of(self, partition: int) -> int:
+        alive = [i for i in range(self.n) if i not in self.failed]
+        node = partition % self.n
+        if node in alive or not alive:
+            return node
+        return min(alive, key=lambda i: (i - node) % self.n)
+
+    def set_produce_service_ms(self, node: int, ms: float) -> None:
+        self.service_ms[node] = ms
+
+    def fail_node(self, node: int) -> None:
+        self._call(self._fail(node))
+
+    def restore_node(self, node: int) -> None:
+        self.failed.discard(node)
+        self.leader_moves += 1
+        self._call(self._listen(node, self.ports[node]))
+
+    def close(self) -> None:
+        for node in list(self._servers):
+            self._call(self._fail(node))
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(5)
+
+    def __enter__(self) -> VirtualCluster:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def _call(self, coro: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(10)
+
+    # ---------------------------------------------------------------- event loop side
+    async def _listen(self, node: int, port: int) -> None:
+        server = await asyncio.start_server(
+            lambda r, w: self._serve(node, r, w), self.host, port, reuse_address=True
+        )
+        self._servers[node] = server
+        self._locks.setdefault(node, asyncio.Lock())
+        if port == 0:
+            self.ports.append(server.sockets[0].getsockname()[1])
+
+    async def _fail(self, node: int) -> None:
+        if node not in self.failed and node in self._servers:
+            self.failed.add(node)
+            self.leader_moves += 1
+        server = self._servers.pop(node, None)
+        if server is not None:
+            server.close()
+        for w in list(self._writers[node]):
+            w.close()
+
+    async def _serve(
+        self, node: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        if node in self.failed:
+            writer.close()
+            return
+        self._writers[node].add(writer)
+        up_reader, up_writer = await asyncio.open_connection(*self.upstream)
+        pending: Deque[Tuple[int, int, int]] = deque()  # (correlation id, api key, version)
+        queue: asyncio.Queue = asyncio.Queue()
+
+        async def requests() -> None:
+            while True:
+                size = _SIZE.unpack(await reader.readexactly(4))[0]
+                frame = await reader.readexactly(size)
+                api_key, version, cid = _HEADER.unpack_from(frame)
+                pending.append((cid, api_key, version))
+                await queue.put((api_key, frame))
+
+        async def service() -> None:
+            while True:
+                api_key, frame = await queue.get()
+                if api_key == PRODUCE:
+                    self.produce_requests[node] += 1
+                    ms = self.service_ms.get(node, 0)
+                    if ms:
+                        async with self._locks[node]:
+                            await asyncio.sleep(ms / 1000.0)
+                up_writer.write(_SIZE.pack(len(frame)) + frame)
+                await up_writer.drain()
+
+        async def responses() -> None:
+            while True:
+                size = _SIZE.unpack(await up_reader.readexactly(4))[0]
+                frame = await up_reader.readexactly(size)
+                cid = _SIZE.unpack_from(frame)[0]
+                while pending and pending[0][0] != cid:
+                    pending.popleft()  # a request that had no answer (acks=0)
+                if pending:
+                    _, api_key, version = pending.popleft()
+                    frame = self._rewrite(api_key, version, frame)
+                writer.write(_SIZE.pack(len(frame)) + frame)
+                await writer.drain()
+
+        tasks = [asyncio.ensure_future(t()) for t in (requests, service, responses)]
+        try:
+            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            for t in done:
+                exc = t.exception()
+                if exc is not None and not isinstance(exc, (asyncio.IncompleteReadError, OSError)):
+                    log.error("virtual node %d: %r", node, exc, exc_info=exc)
+        finally:
+            for t in tasks:
+                t.cancel()
+            writer.close()
+            up_writer.close()
+            self._writers[node].discard(writer)
+
+    def _rewrite(self, api_key: int, version: int, frame: bytes) -> bytes:
+        if api_key == METADATA:
+            return self._rewrite_metadata(version, frame)
+        if api_key == FIND_COORDINATOR:
+            return self._rewrite_coordinator(version, frame)
+        return frame
+
+    def _alive(self) -> List[int]:
+        return [i for i in range(self.n) if i not in self.failed]
+
+    def _rewrite_metadata(self, version: int, frame: bytes) -> bytes:
+        resp: Any = MetadataResponse.decode(_body(frame, version >= 9), version=version)
+        broker_cls = (
+            type(resp.brokers[0]) if resp.brokers else MetadataResponse.MetadataResponseBroker
+        )
+        resp.brokers = [
+            broker_cls(node_id=i, host=self.host, port=self.ports[i], rack=None)
+            for i in self._alive()
+        ]
+        resp.controller_id = self._alive()[0] if self._alive() else -1
+        for topic in resp.topics or []:
+            for p in topic.partitions or []:
+                leader = self.leader_of(p.partition_index)
+                p.leader_id = leader
+                p.replica_nodes = [leader]
+                p.isr_nodes = [leader]
+                p.offline_replicas = []
+                if version >= 7:
+                    p.leader_epoch = max(p.leader_epoch, 0) + self.leader_moves
+        return _encode(resp, version, frame, version >= 9)
+
+    def _rewrite_coordinator(self, version: int, frame: bytes) -> bytes:
+        resp: Any = FindCoordinatorResponse.decode(_body(frame, version >= 3), version=version)
+        node = self._alive()[0] if self._alive() else 0
+        if version >= 4:
+            for c in resp.coordinators or []:
+                c.node_id, c.host, c.port = node, self.host, self.ports[node]
+        else:
+            resp.node_id, resp.host, resp.port = node, self.host, self.ports[node]
+        return _encode(resp, version, frame, version >= 3)
+
+
+def _body(frame: bytes, flexible: bool) -> memoryview:
+    """The response body: after the correlation id (and the empty tagged fields of header v1)."""
+    skip = 4
+    if flexible:
+        if frame[4] != 0:
+            raise ValueError("response header with tagged fields: not expected from the broker")
+        skip = 5
+    return memoryview(frame)[skip:]
+
+
+def _encode(resp: Any, version: int, frame: bytes, flexible: bool) -> bytes:
+    header = frame[:5] if flexible else frame[:4]
+    resp._header = None  # decoded without its header; encode() looks for one
+    return header + bytes(resp.encode(version=version))
