@@ -7,7 +7,7 @@ import threading
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
-from cproducer import KafkaProducer
+from cproducer import KafkaProducer, errors
 from cproducer.localbroker import LocalBroker
 from tests.integration.readback import read_back
 from tests.tools.virtual_cluster import VirtualCluster
@@ -74,3 +74,57 @@ def test_a_failed_node_partitions_move_and_every_record_lands_once(broker: Local
         assert not errors, f"{len(errors)} records failed, e.g. {errors[0]!r}"
         values = [r.value for r in read_back(vc.bootstrap_servers, topic, 3, n)]
     assert len(values) == n and sorted(int(v) for v in values) == list(range(n))
+
+
+def _send_all(vc: VirtualCluster, topic: str, n: int, partitions: int) -> Dict[int, Any]:
+    calls: Dict[int, List[Tuple[Any, Optional[BaseException]]]] = {}
+    lock = threading.Lock()
+
+    def callback(i: int):
+        def done(md: Any, exc: Optional[BaseException]) -> None:
+            with lock:
+                calls.setdefault(i, []).append((md, exc))
+
+        return done
+
+    with KafkaProducer(
+        bootstrap_servers=vc.bootstrap_servers, linger_ms=2, batch_size=2048, retry_backoff_ms=10
+    ) as p:
+        for i in range(n):
+            p.send(topic, b"%d" % i, partition=i % partitions, callback=callback(i))
+        p.flush(60)
+    assert sorted(calls) == list(range(n))
+    assert all(len(c) == 1 for c in calls.values()), "a record completed twice"
+    return {i: c[0] for i, c in calls.items()}
+
+
+def test_not_leader_answers_are_retried_and_every_record_lands_once(broker: LocalBroker) -> None:
+    topic = f"vc-nl-{time.time_ns()}"
+    broker.create_topic(topic, 3)
+    with VirtualCluster(broker.bootstrap_servers, 3) as vc:
+        vc.inject_produce_errors(1, 6, count=3)  # NOT_LEADER_OR_FOLLOWER, three requests
+        outcome = _send_all(vc, topic, 3000, 3)
+        assert vc.injected_answers == 3
+        failed = [exc for _md, exc in outcome.values() if exc is not None]
+        assert not failed, f"{len(failed)} records failed, e.g. {failed[0]!r}"
+        values = [r.value for r in read_back(vc.bootstrap_servers, topic, 3, 3000)]
+    assert sorted(int(v) for v in values) == list(range(3000))
+
+
+def test_a_non_retriable_error_fails_only_that_batch_and_the_rest_lands_in_order(
+    broker: LocalBroker,
+) -> None:
+    topic = f"vc-inv-{time.time_ns()}"
+    broker.create_topic(topic, 3)
+    with VirtualCluster(broker.bootstrap_servers, 3) as vc:
+        vc.inject_produce_errors(2, 87, count=1)  # INVALID_RECORD: not retriable
+        outcome = _send_all(vc, topic, 3000, 3)
+        failed = {i for i, (_md, exc) in outcome.items() if exc is not None}
+        assert failed and all(i % 3 == 2 for i in failed)  # only partition 2's records
+        assert all(isinstance(outcome[i][1], errors.InvalidRecordError) for i in failed)
+        delivered = set(outcome) - failed
+        records = read_back(vc.bootstrap_servers, topic, 3, len(delivered))
+    assert sorted(int(r.value) for r in records) == sorted(delivered)
+    # partition 2 is still in order: the sequences after the failed batch were renumbered
+    p2 = [int(r.value) for r in sorted(records, key=lambda r: r.offset) if r.partition == 2]
+    assert p2 == sorted(p2)

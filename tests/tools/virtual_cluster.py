@@ -11,7 +11,9 @@ Knobs, per node, changeable while clients run:
   all its connections) and each takes ``ms`` before it is forwarded, as a slow broker's request
   handler would (the KIP-794 experiment: "Kafka-0 injects a 20 ms sleep per produce response");
 - ``fail_node(node)``: its connections are cut, it refuses new ones, and Metadata moves its
-  partitions to the next live node with a higher leader epoch; ``restore_node(node)`` undoes it.
+  partitions to the next live node with a higher leader epoch; ``restore_node(node)`` undoes it;
+- ``inject_produce_errors(node, error_code, count)``: the node's next ``count`` Produce requests
+  are not forwarded; the proxy answers each with ``error_code`` for every partition in it.
 
 Answers are decoded and re-encoded with kafka-python's schema-generated classes (a test
 dependency), so this lives with the tests, not in the package.
@@ -23,10 +25,10 @@ import asyncio
 import logging
 import struct
 import threading
-from collections import deque
-from typing import Any, Deque, Dict, List, Set, Tuple
+from typing import Any, Dict, List, Set
 
 from kafka.protocol.metadata import FindCoordinatorResponse, MetadataResponse
+from kafka.protocol.producer import ProduceRequest, ProduceResponse
 
 log = logging.getLogger("tests.virtual_cluster")
 _SIZE = struct.Struct(">i")
@@ -45,6 +47,8 @@ class VirtualCluster:
         self.failed: Set[int] = set()
         self.leader_moves = 0
         self.produce_requests: Dict[int, int] = {i: 0 for i in range(nodes)}
+        self.injected: Dict[int, List[Any]] = {}  # node -> [error_code, remaining]
+        self.injected_answers = 0
         self._loop = asyncio.new_event_loop()
         self._locks: Dict[int, asyncio.Lock] = {}
         self._servers: Dict[int, Any] = {}
@@ -71,6 +75,9 @@ class VirtualCluster:
 
     def set_produce_service_ms(self, node: int, ms: float) -> None:
         self.service_ms[node] = ms
+
+    def inject_produce_errors(self, node: int, error_code: int, count: int) -> None:
+        self.injected[node] = [error_code, count]
 
     def fail_node(self, node: int) -> None:
         self._call(self._fail(node))
@@ -123,7 +130,8 @@ class VirtualCluster:
             return
         self._writers[node].add(writer)
         up_reader, up_writer = await asyncio.open_connection(*self.upstream)
-        pending: Deque[Tuple[int, int, int]] = deque()  # (correlation id, api key, version)
+        # one slot per request, in order: (correlation id, api key, version, synthetic answer)
+        slots: asyncio.Queue = asyncio.Queue()
         queue: asyncio.Queue = asyncio.Queue()
 
         async def requests() -> None:
@@ -131,7 +139,14 @@ class VirtualCluster:
                 size = _SIZE.unpack(await reader.readexactly(4))[0]
                 frame = await reader.readexactly(size)
                 api_key, version, cid = _HEADER.unpack_from(frame)
-                pending.append((cid, api_key, version))
+                injected = self.injected.get(node)
+                if api_key == PRODUCE and injected and injected[1] > 0:
+                    injected[1] -= 1
+                    self.injected_answers += 1
+                    answer = _produce_error_answer(frame, version, cid, injected[0])
+                    await slots.put((cid, api_key, version, answer))
+                    continue
+                await slots.put((cid, api_key, version, None))
                 await queue.put((api_key, frame))
 
         async def service() -> None:
@@ -148,15 +163,14 @@ class VirtualCluster:
 
         async def responses() -> None:
             while True:
-                size = _SIZE.unpack(await up_reader.readexactly(4))[0]
-                frame = await up_reader.readexactly(size)
-                cid = _SIZE.unpack_from(frame)[0]
-                while pending and pending[0][0] != cid:
-                    pending.popleft()  # a request that had no answer (acks=0)
-                if pending:
-                    _, api_key, version = pending.popleft()
-                    frame = self._rewrite(api_key, version, frame)
-                writer.write(_SIZE.pack(len(frame)) + frame)
+                cid, api_key, version, answer = await slots.get()
+                if answer is None:
+                    size = _SIZE.unpack(await up_reader.readexactly(4))[0]
+                    frame = await up_reader.readexactly(size)
+                    if _SIZE.unpack_from(frame)[0] != cid:
+                        raise ValueError(f"upstream answered out of order (expected {cid})")
+                    answer = self._rewrite(api_key, version, frame)
+                writer.write(_SIZE.pack(len(answer)) + answer)
                 await writer.drain()
 
         tasks = [asyncio.ensure_future(t()) for t in (requests, service, responses)]
@@ -229,3 +243,34 @@ def _encode(resp: Any, version: int, frame: bytes, flexible: bool) -> bytes:
     header = frame[:5] if flexible else frame[:4]
     resp._header = None  # decoded without its header; encode() looks for one
     return header + bytes(resp.encode(version=version))
+
+
+def _produce_error_answer(frame: bytes, version: int, cid: int, error_code: int) -> bytes:
+    """A ProduceResponse giving ``error_code`` to every partition of the request ``frame``."""
+    request: Any = ProduceRequest.decode(frame, version=version, header=True)
+    topic_cls = ProduceResponse.TopicProduceResponse
+    part_cls = topic_cls.PartitionProduceResponse
+    response: Any = ProduceResponse(
+        responses=[
+            topic_cls(
+                name=t.name,
+                partition_responses=[
+                    part_cls(
+                        index=pd.index,
+                        error_code=error_code,
+                        base_offset=-1,
+                        log_append_time_ms=-1,
+                        log_start_offset=-1,
+                        record_errors=[],
+                        error_message="injected by the virtual cluster",
+                    )
+                    for pd in t.partition_data
+                ],
+            )
+            for t in request.topic_data
+        ],
+        throttle_time_ms=0,
+    )
+    header = _SIZE.pack(cid) + (b"\x00" if version >= 9 else b"")
+    response._header = None
+    return header + bytes(response.encode(version=version))
