@@ -5,12 +5,29 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from cproducer import KafkaProducer, errors
 from cproducer.localbroker import LocalBroker
 from tests.integration.readback import read_back
 from tests.tools.virtual_cluster import VirtualCluster
+
+Calls = Dict[int, List[Tuple[Any, Optional[BaseException]]]]
+
+
+def _recorder() -> Tuple[Calls, Callable[[int], Callable[[Any, Optional[BaseException]], None]]]:
+    """Every completion of record i, as (metadata, exception), from any thread."""
+    calls: Calls = {}
+    lock = threading.Lock()
+
+    def callback(i: int) -> Callable[[Any, Optional[BaseException]], None]:
+        def done(md: Any, exc: Optional[BaseException]) -> None:
+            with lock:
+                calls.setdefault(i, []).append((md, exc))
+
+        return done
+
+    return calls, callback
 
 
 def test_each_virtual_node_gets_the_batches_of_the_partitions_it_leads(broker: LocalBroker) -> None:
@@ -33,16 +50,7 @@ def test_each_virtual_node_gets_the_batches_of_the_partitions_it_leads(broker: L
 def test_a_failed_node_partitions_move_and_every_record_lands_once(broker: LocalBroker) -> None:
     topic = f"vc-fail-{time.time_ns()}"
     broker.create_topic(topic, 3)
-    calls: Dict[int, List[Tuple[Any, Optional[BaseException]]]] = {}
-    lock = threading.Lock()
-
-    def callback(i: int):
-        def done(md: Any, exc: Optional[BaseException]) -> None:
-            with lock:
-                calls.setdefault(i, []).append((md, exc))
-
-        return done
-
+    calls, callback = _recorder()
     n = 6000
     with VirtualCluster(broker.bootstrap_servers, 3) as vc:
         p = KafkaProducer(
@@ -77,16 +85,7 @@ def test_a_failed_node_partitions_move_and_every_record_lands_once(broker: Local
 
 
 def _send_all(vc: VirtualCluster, topic: str, n: int, partitions: int) -> Dict[int, Any]:
-    calls: Dict[int, List[Tuple[Any, Optional[BaseException]]]] = {}
-    lock = threading.Lock()
-
-    def callback(i: int):
-        def done(md: Any, exc: Optional[BaseException]) -> None:
-            with lock:
-                calls.setdefault(i, []).append((md, exc))
-
-        return done
-
+    calls, callback = _recorder()
     with KafkaProducer(
         bootstrap_servers=vc.bootstrap_servers, linger_ms=2, batch_size=2048, retry_backoff_ms=10
     ) as p:
