@@ -127,3 +127,39 @@ def test_a_non_retriable_error_fails_only_that_batch_and_the_rest_lands_in_order
     # partition 2 is still in order: the sequences after the failed batch were renumbered
     p2 = [int(r.value) for r in sorted(records, key=lambda r: r.offset) if r.partition == 2]
     assert p2 == sorted(p2)
+
+
+def test_answers_later_than_request_timeout_are_retried_without_duplicates(
+    broker: LocalBroker,
+) -> None:
+    """The broker has the batches; only their answers are late. The producer times the requests
+    out, reconnects and sends the same batches again: idempotence must keep each record once."""
+    topic = f"vc-slow-{time.time_ns()}"
+    broker.create_topic(topic, 3)
+    calls, callback = _recorder()
+    n = 3000
+    with VirtualCluster(broker.bootstrap_servers, 3) as vc:
+        vc.delay_produce_answers(0, 1500, count=2)
+        with KafkaProducer(
+            bootstrap_servers=vc.bootstrap_servers,
+            linger_ms=2,
+            batch_size=4096,
+            request_timeout_ms=500,
+            delivery_timeout_ms=20000,
+            retry_backoff_ms=20,
+        ) as p:
+            for i in range(n):
+                p.send(topic, b"%d" % i, partition=i % 3, callback=callback(i))
+                if i % 300 == 0:
+                    time.sleep(0.01)
+            p.flush(60)
+            retries = p.metrics()["record-retry-total"]
+        assert vc.delayed_answers == 2
+        assert retries > 0  # the late batches were sent again
+        assert sorted(calls) == list(range(n))
+        assert all(len(c) == 1 for c in calls.values()), "a record completed twice"
+        failed = [c[0][1] for c in calls.values() if c[0][1] is not None]
+        assert not failed, f"{len(failed)} records failed, e.g. {failed[0]!r}"
+        values = [int(r.value) for r in read_back(vc.bootstrap_servers, topic, 3, n)]
+    assert len(values) == n, f"{len(values) - len(set(values))} records are in the topic twice"
+    assert sorted(values) == list(range(n))

@@ -13,7 +13,10 @@ Knobs, per node, changeable while clients run:
 - ``fail_node(node)``: its connections are cut, it refuses new ones, and Metadata moves its
   partitions to the next live node with a higher leader epoch; ``restore_node(node)`` undoes it;
 - ``inject_produce_errors(node, error_code, count)``: the node's next ``count`` Produce requests
-  are not forwarded; the proxy answers each with ``error_code`` for every partition in it.
+  are not forwarded; the proxy answers each with ``error_code`` for every partition in it;
+- ``delay_produce_answers(node, ms, count)``: the broker's answers to the node's next ``count``
+  Produce requests are held ``ms`` (the requests themselves went through: past
+  ``request.timeout.ms`` the client gives up on batches the broker has).
 
 Answers are decoded and re-encoded with kafka-python's schema-generated classes (a test
 dependency), so this lives with the tests, not in the package.
@@ -49,6 +52,8 @@ class VirtualCluster:
         self.produce_requests: Dict[int, int] = {i: 0 for i in range(nodes)}
         self.injected: Dict[int, List[Any]] = {}  # node -> [error_code, remaining]
         self.injected_answers = 0
+        self.delayed: Dict[int, List[float]] = {}  # node -> [ms, remaining]
+        self.delayed_answers = 0
         self._loop = asyncio.new_event_loop()
         self._locks: Dict[int, asyncio.Lock] = {}
         self._servers: Dict[int, Any] = {}
@@ -78,6 +83,9 @@ class VirtualCluster:
 
     def inject_produce_errors(self, node: int, error_code: int, count: int) -> None:
         self.injected[node] = [error_code, count]
+
+    def delay_produce_answers(self, node: int, ms: float, count: int) -> None:
+        self.delayed[node] = [ms, count]
 
     def fail_node(self, node: int) -> None:
         self._call(self._fail(node))
@@ -170,6 +178,11 @@ class VirtualCluster:
                     if _SIZE.unpack_from(frame)[0] != cid:
                         raise ValueError(f"upstream answered out of order (expected {cid})")
                     answer = self._rewrite(api_key, version, frame)
+                    delay = self.delayed.get(node)
+                    if api_key == PRODUCE and delay and delay[1] > 0:
+                        delay[1] -= 1
+                        self.delayed_answers += 1
+                        await asyncio.sleep(delay[0] / 1000.0)
                 writer.write(_SIZE.pack(len(answer)) + answer)
                 await writer.drain()
 
