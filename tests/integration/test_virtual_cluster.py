@@ -163,3 +163,33 @@ def test_answers_later_than_request_timeout_are_retried_without_duplicates(
         values = [int(r.value) for r in read_back(vc.bootstrap_servers, topic, 3, n)]
     assert len(values) == n, f"{len(values) - len(set(values))} records are in the topic twice"
     assert sorted(values) == list(range(n))
+
+
+def test_a_transaction_survives_the_loss_of_its_coordinator_node(broker: LocalBroker) -> None:
+    """Node 0 is the transaction coordinator (FindCoordinator names the first live node) and the
+    leader of partition 0. It fails in the middle of a transaction: the producer finds the new
+    coordinator and leader, and the commit goes through with every record once."""
+    topic = f"vc-txn-{time.time_ns()}"
+    broker.create_topic(topic, 3)
+    with VirtualCluster(broker.bootstrap_servers, 3) as vc:
+        with KafkaProducer(
+            bootstrap_servers=vc.bootstrap_servers,
+            transactional_id=f"vc-tx-{time.time_ns()}",
+            retry_backoff_ms=20,
+            reconnect_backoff_ms=20,
+            reconnect_backoff_max_ms=100,
+        ) as p:
+            p.init_transactions(10)
+            p.begin_transaction()
+            first = [p.send(topic, b"a%d" % i, partition=i % 3) for i in range(300)]
+            p.flush(10)
+            assert p._transaction_manager.coordinator.id == 0
+            vc.fail_node(0)
+            second = [p.send(topic, b"b%d" % i, partition=i % 3) for i in range(300)]
+            p.commit_transaction(20)
+            assert p._transaction_manager.coordinator.id == 1
+            assert all(f.exception is None for f in first + second)
+        values = [r.value for r in read_back(vc.bootstrap_servers, topic, 3, 600)]
+    assert sorted(values) == sorted(
+        [b"a%d" % i for i in range(300)] + [b"b%d" % i for i in range(300)]
+    )
