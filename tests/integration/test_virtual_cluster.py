@@ -193,3 +193,32 @@ def test_a_transaction_survives_the_loss_of_its_coordinator_node(broker: LocalBr
     assert sorted(values) == sorted(
         [b"a%d" % i for i in range(300)] + [b"b%d" % i for i in range(300)]
     )
+
+
+def test_end_txn_answered_concurrent_transactions_then_not_coordinator_still_commits(
+    broker: LocalBroker,
+) -> None:
+    """EndTxn answered CONCURRENT_TRANSACTIONS (retry after a backoff), then NOT_COORDINATOR
+    (look the coordinator up again, retry): the commit goes through and the records are there."""
+    topic = f"vc-endtxn-{time.time_ns()}"
+    broker.create_topic(topic, 3)
+    with VirtualCluster(broker.bootstrap_servers, 3) as vc:
+        with KafkaProducer(
+            bootstrap_servers=vc.bootstrap_servers,
+            transactional_id=f"vc-tx-{time.time_ns()}",
+            retry_backoff_ms=20,
+        ) as p:
+            p.init_transactions(10)
+            p.begin_transaction()
+            futures = [p.send(topic, b"%d" % i, partition=i % 3) for i in range(90)]
+            vc.inject_end_txn_errors(0, 51, count=2)  # CONCURRENT_TRANSACTIONS
+            p.commit_transaction(10)
+            assert vc.injected_answers == 2
+            p.begin_transaction()
+            futures += [p.send(topic, b"%d" % i, partition=i % 3) for i in range(90, 180)]
+            vc.inject_end_txn_errors(0, 16, count=1)  # NOT_COORDINATOR
+            p.commit_transaction(10)
+            assert vc.injected_answers == 3
+            assert all(f.exception is None for f in futures)
+        values = [int(r.value) for r in read_back(vc.bootstrap_servers, topic, 3, 180)]
+    assert sorted(values) == list(range(180))

@@ -13,7 +13,8 @@ Knobs, per node, changeable while clients run:
 - ``fail_node(node)``: its connections are cut, it refuses new ones, and Metadata moves its
   partitions to the next live node with a higher leader epoch; ``restore_node(node)`` undoes it;
 - ``inject_produce_errors(node, error_code, count)``: the node's next ``count`` Produce requests
-  are not forwarded; the proxy answers each with ``error_code`` for every partition in it;
+  are not forwarded; the proxy answers each with ``error_code`` for every partition in it
+  (``inject_end_txn_errors`` does the same for EndTxn);
 - ``delay_produce_answers(node, ms, count)``: the broker's answers to the node's next ``count``
   Produce requests are held ``ms`` (the requests themselves went through: past
   ``request.timeout.ms`` the client gives up on batches the broker has).
@@ -28,15 +29,15 @@ import asyncio
 import logging
 import struct
 import threading
-from typing import Any, Dict, List, Set
+from typing import Any, Dict, List, Set, Tuple
 
 from kafka.protocol.metadata import FindCoordinatorResponse, MetadataResponse
-from kafka.protocol.producer import ProduceRequest, ProduceResponse
+from kafka.protocol.producer import EndTxnResponse, ProduceRequest, ProduceResponse
 
 log = logging.getLogger("tests.virtual_cluster")
 _SIZE = struct.Struct(">i")
 _HEADER = struct.Struct(">hhi")  # api_key, api_version, correlation_id
-METADATA, FIND_COORDINATOR, PRODUCE = 3, 10, 0
+METADATA, FIND_COORDINATOR, PRODUCE, END_TXN = 3, 10, 0, 26
 
 
 class VirtualCluster:
@@ -50,7 +51,8 @@ class VirtualCluster:
         self.failed: Set[int] = set()
         self.leader_moves = 0
         self.produce_requests: Dict[int, int] = {i: 0 for i in range(nodes)}
-        self.injected: Dict[int, List[Any]] = {}  # node -> [error_code, remaining]
+        # (node, api key) -> [error_code, remaining]
+        self.injected: Dict[Tuple[int, int], List[Any]] = {}
         self.injected_answers = 0
         self.delayed: Dict[int, List[float]] = {}  # node -> [ms, remaining]
         self.delayed_answers = 0
@@ -82,7 +84,10 @@ class VirtualCluster:
         self.service_ms[node] = ms
 
     def inject_produce_errors(self, node: int, error_code: int, count: int) -> None:
-        self.injected[node] = [error_code, count]
+        self.injected[(node, PRODUCE)] = [error_code, count]
+
+    def inject_end_txn_errors(self, node: int, error_code: int, count: int) -> None:
+        self.injected[(node, END_TXN)] = [error_code, count]
 
     def delay_produce_answers(self, node: int, ms: float, count: int) -> None:
         self.delayed[node] = [ms, count]
@@ -147,11 +152,11 @@ class VirtualCluster:
                 size = _SIZE.unpack(await reader.readexactly(4))[0]
                 frame = await reader.readexactly(size)
                 api_key, version, cid = _HEADER.unpack_from(frame)
-                injected = self.injected.get(node)
-                if api_key == PRODUCE and injected and injected[1] > 0:
+                injected = self.injected.get((node, api_key))
+                if injected and injected[1] > 0:
                     injected[1] -= 1
                     self.injected_answers += 1
-                    answer = _produce_error_answer(frame, version, cid, injected[0])
+                    answer = _error_answer(api_key, frame, version, cid, injected[0])
                     await slots.put((cid, api_key, version, answer))
                     continue
                 await slots.put((cid, api_key, version, None))
@@ -258,8 +263,22 @@ def _encode(resp: Any, version: int, frame: bytes, flexible: bool) -> bytes:
     return header + bytes(resp.encode(version=version))
 
 
-def _produce_error_answer(frame: bytes, version: int, cid: int, error_code: int) -> bytes:
-    """A ProduceResponse giving ``error_code`` to every partition of the request ``frame``."""
+def _error_answer(api_key: int, frame: bytes, version: int, cid: int, error_code: int) -> bytes:
+    """The broker's answer to the request ``frame``, failed with ``error_code`` (for Produce:
+    every partition of the request)."""
+    response: Any
+    if api_key == END_TXN:
+        response = EndTxnResponse(throttle_time_ms=0, error_code=error_code)
+        flexible = version >= 3
+    else:
+        response = _produce_error_response(frame, version, error_code)
+        flexible = version >= 9
+    header = _SIZE.pack(cid) + (b"\x00" if flexible else b"")
+    response._header = None
+    return header + bytes(response.encode(version=version))
+
+
+def _produce_error_response(frame: bytes, version: int, error_code: int) -> Any:
     request: Any = ProduceRequest.decode(frame, version=version, header=True)
     topic_cls = ProduceResponse.TopicProduceResponse
     part_cls = topic_cls.PartitionProduceResponse
@@ -284,6 +303,4 @@ def _produce_error_answer(frame: bytes, version: int, cid: int, error_code: int)
         ],
         throttle_time_ms=0,
     )
-    header = _SIZE.pack(cid) + (b"\x00" if version >= 9 else b"")
-    response._header = None
-    return header + bytes(response.encode(version=version))
+    return response
