@@ -445,7 +445,7 @@ class TransactionManager:
             if self.state == COMMITTING_TRANSACTION and self.pending_result is not None:
                 return self.pending_result
             if self.state == ABORTABLE_ERROR:
-                raise errors.IllegalStateError(
+                raise errors.TransactionAbortableError(
                     "cannot commit: a record of this transaction failed "
                     f"({self.last_error!r}); abort_transaction() is the way out"
                 ) from self.last_error

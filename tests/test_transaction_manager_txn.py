@@ -122,7 +122,7 @@ def test_a_failed_record_makes_the_transaction_abortable() -> None:
     assert tm.state == ABORTABLE_ERROR
     with pytest.raises(errors.TransactionAbortableError, match="expired"):
         tm.fail_if_not_ready_for_send()
-    with pytest.raises(errors.IllegalStateError, match="abort_transaction"):
+    with pytest.raises(errors.TransactionAbortableError, match="abort_transaction"):
         tm.begin_commit()
     result = tm.begin_abort()
     assert tm.state == ABORTING_TRANSACTION

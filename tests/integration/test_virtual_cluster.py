@@ -7,10 +7,12 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+import pytest
+
 from cproducer import KafkaProducer, errors
 from cproducer.localbroker import LocalBroker
 from tests.integration.readback import read_back
-from tests.tools.virtual_cluster import VirtualCluster
+from tests.tools.virtual_cluster import ADD_PARTITIONS_TO_TXN, END_TXN, VirtualCluster
 
 Calls = Dict[int, List[Tuple[Any, Optional[BaseException]]]]
 
@@ -211,14 +213,55 @@ def test_end_txn_answered_concurrent_transactions_then_not_coordinator_still_com
             p.init_transactions(10)
             p.begin_transaction()
             futures = [p.send(topic, b"%d" % i, partition=i % 3) for i in range(90)]
-            vc.inject_end_txn_errors(0, 51, count=2)  # CONCURRENT_TRANSACTIONS
+            vc.inject_txn_errors(0, END_TXN, 51, count=2)  # CONCURRENT_TRANSACTIONS
             p.commit_transaction(10)
             assert vc.injected_answers == 2
             p.begin_transaction()
             futures += [p.send(topic, b"%d" % i, partition=i % 3) for i in range(90, 180)]
-            vc.inject_end_txn_errors(0, 16, count=1)  # NOT_COORDINATOR
+            vc.inject_txn_errors(0, END_TXN, 16, count=1)  # NOT_COORDINATOR
             p.commit_transaction(10)
             assert vc.injected_answers == 3
             assert all(f.exception is None for f in futures)
         values = [int(r.value) for r in read_back(vc.bootstrap_servers, topic, 3, 180)]
     assert sorted(values) == list(range(180))
+
+
+def test_add_partitions_errors_retried_or_making_the_transaction_abortable(
+    broker: LocalBroker,
+) -> None:
+    """AddPartitionsToTxn answered CONCURRENT_TRANSACTIONS: retried, the commit goes through.
+    Answered TOPIC_AUTHORIZATION_FAILED: the transaction is abortable, commit says so, the
+    records fail, abort works, and the next transaction commits."""
+    topic = f"vc-addp-{time.time_ns()}"
+    broker.create_topic(topic, 3)
+    with VirtualCluster(broker.bootstrap_servers, 3) as vc:
+        with KafkaProducer(
+            bootstrap_servers=vc.bootstrap_servers,
+            transactional_id=f"vc-tx-{time.time_ns()}",
+            retry_backoff_ms=20,
+        ) as p:
+            p.init_transactions(10)
+            vc.inject_txn_errors(0, ADD_PARTITIONS_TO_TXN, 51, count=2)  # CONCURRENT_TRANSACTIONS
+            p.begin_transaction()
+            ok = [p.send(topic, b"ok-%d" % i, partition=i % 3) for i in range(30)]
+            p.commit_transaction(10)
+            assert vc.injected_answers == 2 and all(f.exception is None for f in ok)
+
+            vc.inject_txn_errors(0, ADD_PARTITIONS_TO_TXN, 29, count=1)  # TOPIC_AUTH_FAILED
+            p.begin_transaction()
+            doomed = [p.send(topic, b"doomed-%d" % i, partition=0) for i in range(10)]
+            with pytest.raises(errors.TransactionAbortableError, match="TopicAuthorization"):
+                p.commit_transaction(10)
+            with pytest.raises(errors.TransactionAbortableError):
+                p.send(topic, b"refused", partition=0)
+            p.abort_transaction(10)
+            assert all(isinstance(f.exception, errors.TransactionAbortedError) for f in doomed)
+
+            p.begin_transaction()
+            after = [p.send(topic, b"after-%d" % i, partition=i % 3) for i in range(30)]
+            p.commit_transaction(10)
+            assert all(f.exception is None for f in after)
+        values = [r.value for r in read_back(vc.bootstrap_servers, topic, 3, 60)]
+    assert sorted(values) == sorted(
+        [b"ok-%d" % i for i in range(30)] + [b"after-%d" % i for i in range(30)]
+    )

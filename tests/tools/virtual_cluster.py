@@ -14,7 +14,7 @@ Knobs, per node, changeable while clients run:
   partitions to the next live node with a higher leader epoch; ``restore_node(node)`` undoes it;
 - ``inject_produce_errors(node, error_code, count)``: the node's next ``count`` Produce requests
   are not forwarded; the proxy answers each with ``error_code`` for every partition in it
-  (``inject_end_txn_errors`` does the same for EndTxn);
+  (``inject_txn_errors(node, api_key, ...)`` does the same for EndTxn and AddPartitionsToTxn);
 - ``delay_produce_answers(node, ms, count)``: the broker's answers to the node's next ``count``
   Produce requests are held ``ms`` (the requests themselves went through: past
   ``request.timeout.ms`` the client gives up on batches the broker has).
@@ -32,12 +32,18 @@ import threading
 from typing import Any, Dict, List, Set, Tuple
 
 from kafka.protocol.metadata import FindCoordinatorResponse, MetadataResponse
-from kafka.protocol.producer import EndTxnResponse, ProduceRequest, ProduceResponse
+from kafka.protocol.producer import (
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnResponse,
+    EndTxnResponse,
+    ProduceRequest,
+    ProduceResponse,
+)
 
 log = logging.getLogger("tests.virtual_cluster")
 _SIZE = struct.Struct(">i")
 _HEADER = struct.Struct(">hhi")  # api_key, api_version, correlation_id
-METADATA, FIND_COORDINATOR, PRODUCE, END_TXN = 3, 10, 0, 26
+METADATA, FIND_COORDINATOR, PRODUCE, END_TXN, ADD_PARTITIONS_TO_TXN = 3, 10, 0, 26, 24
 
 
 class VirtualCluster:
@@ -86,8 +92,9 @@ class VirtualCluster:
     def inject_produce_errors(self, node: int, error_code: int, count: int) -> None:
         self.injected[(node, PRODUCE)] = [error_code, count]
 
-    def inject_end_txn_errors(self, node: int, error_code: int, count: int) -> None:
-        self.injected[(node, END_TXN)] = [error_code, count]
+    def inject_txn_errors(self, node: int, api_key: int, error_code: int, count: int) -> None:
+        """``api_key``: END_TXN or ADD_PARTITIONS_TO_TXN."""
+        self.injected[(node, api_key)] = [error_code, count]
 
     def delay_produce_answers(self, node: int, ms: float, count: int) -> None:
         self.delayed[node] = [ms, count]
@@ -269,6 +276,24 @@ def _error_answer(api_key: int, frame: bytes, version: int, cid: int, error_code
     response: Any
     if api_key == END_TXN:
         response = EndTxnResponse(throttle_time_ms=0, error_code=error_code)
+        flexible = version >= 3
+    elif api_key == ADD_PARTITIONS_TO_TXN:
+        request: Any = AddPartitionsToTxnRequest.decode(frame, version=version, header=True)
+        result = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult
+        part = result.AddPartitionsToTxnPartitionResult
+        response = AddPartitionsToTxnResponse(
+            throttle_time_ms=0,
+            results_by_topic_v3_and_below=[
+                result(
+                    name=t.name,
+                    results_by_partition=[
+                        part(partition_index=i, partition_error_code=error_code)
+                        for i in t.partitions
+                    ],
+                )
+                for t in request.v3_and_below_topics
+            ],
+        )
         flexible = version >= 3
     else:
         response = _produce_error_response(frame, version, error_code)
