@@ -197,6 +197,17 @@ def test_a_transaction_survives_the_loss_of_its_coordinator_node(broker: LocalBr
     )
 
 
+def _transactional(vc: VirtualCluster) -> KafkaProducer:
+    """A transactional producer on the virtual cluster, its transactions initialized."""
+    p = KafkaProducer(
+        bootstrap_servers=vc.bootstrap_servers,
+        transactional_id=f"vc-tx-{time.time_ns()}",
+        retry_backoff_ms=20,
+    )
+    p.init_transactions(10)
+    return p
+
+
 def test_end_txn_answered_concurrent_transactions_then_not_coordinator_still_commits(
     broker: LocalBroker,
 ) -> None:
@@ -205,12 +216,7 @@ def test_end_txn_answered_concurrent_transactions_then_not_coordinator_still_com
     topic = f"vc-endtxn-{time.time_ns()}"
     broker.create_topic(topic, 3)
     with VirtualCluster(broker.bootstrap_servers, 3) as vc:
-        with KafkaProducer(
-            bootstrap_servers=vc.bootstrap_servers,
-            transactional_id=f"vc-tx-{time.time_ns()}",
-            retry_backoff_ms=20,
-        ) as p:
-            p.init_transactions(10)
+        with _transactional(vc) as p:
             p.begin_transaction()
             futures = [p.send(topic, b"%d" % i, partition=i % 3) for i in range(90)]
             vc.inject_txn_errors(0, END_TXN, 51, count=2)  # CONCURRENT_TRANSACTIONS
@@ -235,12 +241,7 @@ def test_add_partitions_errors_retried_or_making_the_transaction_abortable(
     topic = f"vc-addp-{time.time_ns()}"
     broker.create_topic(topic, 3)
     with VirtualCluster(broker.bootstrap_servers, 3) as vc:
-        with KafkaProducer(
-            bootstrap_servers=vc.bootstrap_servers,
-            transactional_id=f"vc-tx-{time.time_ns()}",
-            retry_backoff_ms=20,
-        ) as p:
-            p.init_transactions(10)
+        with _transactional(vc) as p:
             vc.inject_txn_errors(0, ADD_PARTITIONS_TO_TXN, 51, count=2)  # CONCURRENT_TRANSACTIONS
             p.begin_transaction()
             ok = [p.send(topic, b"ok-%d" % i, partition=i % 3) for i in range(30)]
