@@ -244,6 +244,13 @@ class KafkaProducer:
         """
         return self._send_slow(topic, value, key, headers, partition, timestamp_ms, callback)
 
+    def _check_can_send(self) -> None:
+        """What send() and send_many() refuse before looking at their arguments."""
+        if self._closed:
+            raise errors.ProducerClosedError("cannot send after the producer is closed")
+        if self._transactional:
+            self._transaction_manager.fail_if_not_ready_for_send()  # type: ignore[union-attr]
+
     def _send_slow(
         self,
         topic: str,
@@ -255,10 +262,7 @@ class KafkaProducer:
         callback: Optional[Callable[[Any, Optional[BaseException]], None]] = None,
     ) -> Any:
         """Java's doSend, in Python: every case the Cython fast path hands over."""
-        if self._closed:
-            raise errors.ProducerClosedError("cannot send after the producer is closed")
-        if self._transactional:
-            self._transaction_manager.fail_if_not_ready_for_send()  # type: ignore[union-attr]
+        self._check_can_send()
         if self._interceptors:
             record = self._interceptors.on_send(
                 ProducerRecord(topic, value, key, headers, partition, timestamp_ms)
@@ -361,10 +365,7 @@ class KafkaProducer:
         checked before anything is appended: a bad element raises with its index and nothing of
         the call is accepted. Records of one partition keep their order.
         """
-        if self._closed:
-            raise errors.ProducerClosedError("cannot send after the producer is closed")
-        if self._transactional:
-            self._transaction_manager.fail_if_not_ready_for_send()  # type: ignore[union-attr]
+        self._check_can_send()
         if topic not in self._valid_topics:
             _check_topic(topic)
         vcol = to_column(values, "values")
@@ -773,5 +774,5 @@ def _offsets(value: Any) -> Dict[TopicPartition, Tuple[int, int, Optional[str]]]
             )
         if not isinstance(topic, str) or not isinstance(partition, int) or partition < 0:
             raise TypeError(f"offsets: {key!r} is not a (topic: str, partition: int >= 0)")
-        out[TopicPartition(topic, partition)] = (offset, int(leader_epoch), metadata)
+        out[TopicPartition(topic, partition)] = (offset, leader_epoch, metadata)
     return out

@@ -39,6 +39,8 @@ _FATAL_TXN_ERRORS = (
     errors.InvalidProducerEpochError,
     errors.TransactionalIdAuthorizationFailedError,
 )
+# ... and with one of these, its coordinator is looked up again
+_COORDINATOR_MOVED = (errors.NotCoordinatorError, errors.CoordinatorNotAvailableError)
 
 
 def _now_ms() -> int:
@@ -213,10 +215,7 @@ class Sender:
             if req.kind == "add_partitions":
                 tm.add_partitions_failed(retry=True)
             if self.client.connection_failed(target):
-                if req.kind == "txn_offset_commit":
-                    po.group_coordinator = None
-                elif req.kind not in ("find_coordinator", "find_group_coordinator"):
-                    tm.coordinator_unknown()
+                self._coordinator_lost(req)
             return
         pid, epoch = tm.producer_id_and_epoch
         txn_id = tm.transactional_id
@@ -272,17 +271,23 @@ class Sender:
 
         self.client.send(self._client_request(target.id, request, version, now, on_response), now)
 
+    def _coordinator_lost(self, req: Any) -> None:
+        """The connection ``req`` went (or would go) over failed: forget that coordinator.
+        (A FindCoordinator goes to any node: nothing to forget.)"""
+        tm = self.transaction_manager
+        if req.kind == "txn_offset_commit":
+            if tm.pending_offsets is not None:
+                tm.pending_offsets.group_coordinator = None
+        elif req.kind not in ("find_coordinator", "find_group_coordinator"):
+            tm.coordinator_unknown()
+
     def _handle_transactional_response(self, req: Any, response: Any) -> None:
         tm = self.transaction_manager
         body = response.response
         now = self.time_ms()
         po = tm.pending_offsets
         if response.disconnected or response.timed_out or body is None:
-            if req.kind == "txn_offset_commit":
-                if po is not None:
-                    po.group_coordinator = None
-            elif req.kind not in ("find_coordinator", "find_group_coordinator"):
-                tm.coordinator_unknown()
+            self._coordinator_lost(req)
             if req.kind == "add_partitions":
                 tm.add_partitions_failed(retry=True)
             tm.retry_after_ms = now + self.retry_backoff_ms
@@ -316,7 +321,7 @@ class Sender:
             else:
                 tm.end_txn_succeeded()
             return
-        if isinstance(err, (errors.NotCoordinatorError, errors.CoordinatorNotAvailableError)):
+        if isinstance(err, _COORDINATOR_MOVED):
             tm.coordinator_unknown()
             tm.retry_after_ms = now + self.retry_backoff_ms
         elif err.retriable:  # load in progress, concurrent transactions
@@ -337,14 +342,7 @@ class Sender:
                 break
         if worst is None:
             tm.offsets_stage_done(None)
-        elif isinstance(
-            worst,
-            (
-                errors.NotCoordinatorError,
-                errors.CoordinatorNotAvailableError,
-                errors.RequestTimedOutError,
-            ),
-        ):
+        elif isinstance(worst, (*_COORDINATOR_MOVED, errors.RequestTimedOutError)):
             po.group_coordinator = None
             tm.retry_after_ms = now + self.retry_backoff_ms
         elif worst.retriable:  # load in progress, unknown topic/partition, ...
@@ -371,7 +369,7 @@ class Sender:
         tm.partitions_added(added)
         if worst is None:
             return
-        if isinstance(worst, (errors.NotCoordinatorError, errors.CoordinatorNotAvailableError)):
+        if isinstance(worst, _COORDINATOR_MOVED):
             tm.coordinator_unknown()
             tm.add_partitions_failed(retry=True)
             tm.retry_after_ms = now + self.retry_backoff_ms
@@ -382,14 +380,7 @@ class Sender:
         ):
             tm.add_partitions_failed(retry=True)
             tm.retry_after_ms = now + min(self.retry_backoff_ms, 20)
-        elif isinstance(
-            worst,
-            (
-                errors.ProducerFencedError,
-                errors.InvalidProducerEpochError,
-                errors.TransactionalIdAuthorizationFailedError,
-            ),
-        ):
+        elif isinstance(worst, _FATAL_TXN_ERRORS):
             tm.add_partitions_failed(retry=False)
             tm.transition_to_fatal_error(worst)
         else:

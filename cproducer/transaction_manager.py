@@ -241,11 +241,8 @@ class TransactionManager:
             self._fatal = exc
             if self.transactional_id is not None:
                 self.state = FATAL_ERROR
-                self.last_error = exc
                 self._finish_pending(exc)
-                if self.pending_offsets is not None:
-                    po, self.pending_offsets = self.pending_offsets, None
-                    po.result.done(exc)
+                self._finish_pending_offsets(exc)
 
     @property
     def fatal_error(self) -> Optional[BaseException]:
@@ -343,18 +340,17 @@ class TransactionManager:
             if isinstance(exc, (errors.ProducerFencedError, errors.InvalidProducerEpochError)):
                 self.transition_to_fatal_error(exc)
                 return
+            state_lost = isinstance(
+                exc, (errors.OutOfOrderSequenceNumberError, errors.UnknownProducerIdError)
+            )
             if self.transactional_id is not None:
                 if self.state in (IN_TRANSACTION, COMMITTING_TRANSACTION, ABORTABLE_ERROR):
                     self.transition_to_abortable_error(exc)
-                if isinstance(
-                    exc, (errors.OutOfOrderSequenceNumberError, errors.UnknownProducerIdError)
-                ):
+                if state_lost:
                     # KIP-360: the next InitProducerId bumps the epoch and sequences restart
                     self._epoch_bump_required = True
                 return
-            if isinstance(
-                exc, (errors.OutOfOrderSequenceNumberError, errors.UnknownProducerIdError)
-            ):
+            if state_lost:
                 self.request_producer_id_reset(f"{type(exc).__name__} for {batch.topic_partition}")
             elif adjust_sequences and batch.has_sequence():
                 self._adjust_sequences_due_to_failed_batch(batch)
@@ -408,7 +404,7 @@ class TransactionManager:
 
     def _raise_fatal(self, what: str) -> None:
         """The fatal error itself (e.g. ``ProducerFencedError``), as Java rethrows it."""
-        err = self.last_error
+        err = self._fatal
         if isinstance(err, errors.KafkaError):
             raise err
         raise errors.IllegalStateError(f"{what}: the producer hit a fatal error ({err!r})") from err
@@ -417,6 +413,11 @@ class TransactionManager:
         if self.pending_result is not None:
             self.pending_result.done(error)
             self.pending_result = None
+
+    def _finish_pending_offsets(self, error: Optional[BaseException]) -> None:
+        if self.pending_offsets is not None:
+            self.pending_offsets.result.done(error)
+            self.pending_offsets = None
 
     def initialize_transactions(self) -> TransactionalRequestResult:
         with self._lock:
@@ -460,9 +461,9 @@ class TransactionManager:
                 return self.pending_result
             self._transition(ABORTING_TRANSACTION)
             self.pending_partitions.clear()
-            if self.pending_offsets is not None:
-                po, self.pending_offsets = self.pending_offsets, None
-                po.result.done(errors.TransactionAbortedError("the transaction was aborted"))
+            self._finish_pending_offsets(
+                errors.TransactionAbortedError("the transaction was aborted")
+            )
             self.pending_result = TransactionalRequestResult("abort_transaction")
             return self.pending_result
 
@@ -498,8 +499,7 @@ class TransactionManager:
                 po.stage = "txn_offset_commit"
                 self._offsets_added = True
                 return
-            self.pending_offsets = None
-            po.result.done(error)
+            self._finish_pending_offsets(error)
             if error is not None and not isinstance(error, errors.ProducerFencedError):
                 self.transition_to_abortable_error(error)
 
@@ -510,9 +510,9 @@ class TransactionManager:
             self.last_error = exc
             committing = self.state == COMMITTING_TRANSACTION
             self.state = ABORTABLE_ERROR
-            if self.pending_offsets is not None:
-                po, self.pending_offsets = self.pending_offsets, None
-                po.result.done(errors.TransactionAbortableError(f"a record failed ({exc!r})"))
+            self._finish_pending_offsets(
+                errors.TransactionAbortableError(f"a record failed ({exc!r})")
+            )
             if committing:
                 self._finish_pending(
                     errors.TransactionAbortableError(
@@ -634,9 +634,9 @@ class TransactionManager:
         self.pending_partitions.clear()
         self.partitions_being_added.clear()
         self.last_error = None
-        self.state = READY
         if self._epoch_bump_required:
             # the epoch is bumped before the next transaction: keep the caller waiting for it
             self.state = INITIALIZING
             return
+        self.state = READY
         self._finish_pending(None)
