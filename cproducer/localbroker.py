@@ -70,7 +70,8 @@ def find_broker_binary(binary: Optional[str] = None) -> str:
     )
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A loopback TCP port nobody listens on now (for the broker, a proxy, a test server)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
@@ -150,7 +151,7 @@ class LocalBroker:
     ) -> None:
         self.binary = find_broker_binary(binary)
         self.host = host
-        self.port = port or _free_port()
+        self.port = port or free_port()
         # what Metadata tells clients to connect to: another port when something sits in front
         # of the broker (a TLS terminator, a test proxy)
         self.advertised_port = advertised_port or self.port

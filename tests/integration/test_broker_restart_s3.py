@@ -19,19 +19,13 @@ import boto3
 import pytest
 
 from cproducer import KafkaProducer, errors
-from cproducer.localbroker import LocalBroker
+from cproducer.localbroker import LocalBroker, free_port
 from tests.integration.readback import read_back
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture()
 def s3_broker(monkeypatch):
-    port = _free_port()
+    port = free_port()
     moto = subprocess.Popen(
         [sys.executable, "-m", "moto.server", "-p", str(port)],
         stdout=subprocess.DEVNULL,

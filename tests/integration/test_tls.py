@@ -19,13 +19,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer
 from confluent_kafka import TopicPartition as CKTopicPartition
 
 from cproducer import KafkaProducer, errors
-from cproducer.localbroker import LocalBroker
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from cproducer.localbroker import LocalBroker, free_port
 
 
 def _openssl(*args: str, cwd: Path) -> None:
@@ -72,7 +66,7 @@ class TlsTerminator:
         client_ca: Optional[str] = None,
         port: Optional[int] = None,
     ) -> None:
-        self.port = port or _free_port()
+        self.port = port or free_port()
         self.broker_port = broker_port
         self.ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self.ctx.load_cert_chain(cert, key)
@@ -130,7 +124,7 @@ class TlsTerminator:
 def tls_broker(certs: Dict[str, str]) -> Iterator[Any]:
     """A broker advertising a TLS terminator's port (server cert for 127.0.0.1), plus a second
     terminator that requires client certificates and one with a certificate for another host."""
-    front = _free_port()
+    front = free_port()
     with LocalBroker(advertised_port=front) as broker:
         term = TlsTerminator(broker.port, certs["broker"], certs["broker.key"], port=front)
         mutual = TlsTerminator(broker.port, certs["broker"], certs["broker.key"], certs["ca"])
