@@ -44,6 +44,14 @@ log = logging.getLogger("tests.virtual_cluster")
 _SIZE = struct.Struct(">i")
 _HEADER = struct.Struct(">hhi")  # api_key, api_version, correlation_id
 METADATA, FIND_COORDINATOR, PRODUCE, END_TXN, ADD_PARTITIONS_TO_TXN = 3, 10, 0, 26, 24
+# the first version whose answers carry header v1 (tagged fields), per API the proxy rewrites
+_FIRST_FLEXIBLE = {
+    METADATA: 9,
+    FIND_COORDINATOR: 3,
+    PRODUCE: 9,
+    END_TXN: 3,
+    ADD_PARTITIONS_TO_TXN: 3,
+}
 
 
 class VirtualCluster:
@@ -223,15 +231,15 @@ class VirtualCluster:
         return [i for i in range(self.n) if i not in self.failed]
 
     def _rewrite_metadata(self, version: int, frame: bytes) -> bytes:
-        resp: Any = MetadataResponse.decode(_body(frame, version >= 9), version=version)
+        resp: Any = MetadataResponse.decode(_body(frame, METADATA, version), version=version)
         broker_cls = (
             type(resp.brokers[0]) if resp.brokers else MetadataResponse.MetadataResponseBroker
         )
+        alive = self._alive()
         resp.brokers = [
-            broker_cls(node_id=i, host=self.host, port=self.ports[i], rack=None)
-            for i in self._alive()
+            broker_cls(node_id=i, host=self.host, port=self.ports[i], rack=None) for i in alive
         ]
-        resp.controller_id = self._alive()[0] if self._alive() else -1
+        resp.controller_id = alive[0] if alive else -1
         for topic in resp.topics or []:
             for p in topic.partitions or []:
                 leader = self.leader_of(p.partition_index)
@@ -241,32 +249,34 @@ class VirtualCluster:
                 p.offline_replicas = []
                 if version >= 7:
                     p.leader_epoch = max(p.leader_epoch, 0) + self.leader_moves
-        return _encode(resp, version, frame, version >= 9)
+        return _encode(resp, METADATA, version, _SIZE.unpack_from(frame)[0])
 
     def _rewrite_coordinator(self, version: int, frame: bytes) -> bytes:
-        resp: Any = FindCoordinatorResponse.decode(_body(frame, version >= 3), version=version)
+        body = _body(frame, FIND_COORDINATOR, version)
+        resp: Any = FindCoordinatorResponse.decode(body, version=version)
         node = self._alive()[0] if self._alive() else 0
         if version >= 4:
             for c in resp.coordinators or []:
                 c.node_id, c.host, c.port = node, self.host, self.ports[node]
         else:
             resp.node_id, resp.host, resp.port = node, self.host, self.ports[node]
-        return _encode(resp, version, frame, version >= 3)
+        return _encode(resp, FIND_COORDINATOR, version, _SIZE.unpack_from(frame)[0])
 
 
-def _body(frame: bytes, flexible: bool) -> memoryview:
+def _body(frame: bytes, api_key: int, version: int) -> memoryview:
     """The response body: after the correlation id (and the empty tagged fields of header v1)."""
     skip = 4
-    if flexible:
+    if version >= _FIRST_FLEXIBLE[api_key]:
         if frame[4] != 0:
             raise ValueError("response header with tagged fields: not expected from the broker")
         skip = 5
     return memoryview(frame)[skip:]
 
 
-def _encode(resp: Any, version: int, frame: bytes, flexible: bool) -> bytes:
-    header = frame[:5] if flexible else frame[:4]
-    resp._header = None  # decoded without its header; encode() looks for one
+def _encode(resp: Any, api_key: int, version: int, cid: int) -> bytes:
+    """An answer frame (without its size): response header, then ``resp`` encoded."""
+    header = _SIZE.pack(cid) + (b"\x00" if version >= _FIRST_FLEXIBLE[api_key] else b"")
+    resp._header = None  # made or decoded without a header; encode() looks for one
     return header + bytes(resp.encode(version=version))
 
 
@@ -276,7 +286,6 @@ def _error_answer(api_key: int, frame: bytes, version: int, cid: int, error_code
     response: Any
     if api_key == END_TXN:
         response = EndTxnResponse(throttle_time_ms=0, error_code=error_code)
-        flexible = version >= 3
     elif api_key == ADD_PARTITIONS_TO_TXN:
         request: Any = AddPartitionsToTxnRequest.decode(frame, version=version, header=True)
         result = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult
@@ -294,13 +303,9 @@ def _error_answer(api_key: int, frame: bytes, version: int, cid: int, error_code
                 for t in request.v3_and_below_topics
             ],
         )
-        flexible = version >= 3
     else:
         response = _produce_error_response(frame, version, error_code)
-        flexible = version >= 9
-    header = _SIZE.pack(cid) + (b"\x00" if flexible else b"")
-    response._header = None
-    return header + bytes(response.encode(version=version))
+    return _encode(response, api_key, version, cid)
 
 
 def _produce_error_response(frame: bytes, version: int, error_code: int) -> Any:
