@@ -34,6 +34,17 @@ def initialized() -> TransactionManager:
     return tm
 
 
+def in_transaction_with_tp0() -> TransactionManager:
+    """Initialized, a transaction open, TP0 joined it (as the Sender would have it join)."""
+    tm = initialized()
+    tm.begin_transaction()
+    tm.is_send_to_partition_allowed(TP0)
+    req = tm.next_transactional_request(True)
+    assert req.kind == "add_partitions" and req.partitions == [TP0]
+    tm.partitions_added(req.partitions)
+    return tm
+
+
 def test_send_is_refused_outside_a_transaction() -> None:
     tm = TransactionManager("tx-1")
     with pytest.raises(errors.IllegalStateError, match="init_transactions"):
@@ -87,10 +98,7 @@ def test_partitions_join_the_transaction_before_their_batches_drain() -> None:
 
 
 def test_commit_waits_for_incomplete_batches_then_sends_end_txn() -> None:
-    tm = initialized()
-    tm.begin_transaction()
-    tm.is_send_to_partition_allowed(TP0)
-    tm.partitions_added(tm.next_transactional_request(True).partitions)
+    tm = in_transaction_with_tp0()
     result = tm.begin_commit()
     assert tm.begin_commit() is result  # a second call after a timeout waits for the same
     assert tm.next_transactional_request(accumulator_has_incomplete=True) is None
@@ -113,10 +121,7 @@ def test_an_empty_transaction_completes_without_end_txn() -> None:
 
 
 def test_a_failed_record_makes_the_transaction_abortable() -> None:
-    tm = initialized()
-    tm.begin_transaction()
-    tm.is_send_to_partition_allowed(TP0)
-    tm.partitions_added(tm.next_transactional_request(True).partitions)
+    tm = in_transaction_with_tp0()
     batch = drain(tm, FakeBatch(TP0, 3))
     tm.handle_failed_batch(batch, errors.KafkaTimeoutError("expired"), adjust_sequences=False)
     assert tm.state == ABORTABLE_ERROR
@@ -133,10 +138,7 @@ def test_a_failed_record_makes_the_transaction_abortable() -> None:
 
 
 def test_a_record_failing_during_commit_fails_the_commit() -> None:
-    tm = initialized()
-    tm.begin_transaction()
-    tm.is_send_to_partition_allowed(TP0)
-    tm.partitions_added(tm.next_transactional_request(True).partitions)
+    tm = in_transaction_with_tp0()
     batch = drain(tm, FakeBatch(TP0, 2))
     result = tm.begin_commit()
     tm.handle_failed_batch(batch, errors.NetworkError("gone"), adjust_sequences=False)
@@ -149,10 +151,7 @@ def test_a_record_failing_during_commit_fails_the_commit() -> None:
 
 
 def test_fencing_is_fatal_and_rethrown() -> None:
-    tm = initialized()
-    tm.begin_transaction()
-    tm.is_send_to_partition_allowed(TP0)
-    tm.partitions_added(tm.next_transactional_request(True).partitions)
+    tm = in_transaction_with_tp0()
     commit = tm.begin_commit()
     fenced = errors.ProducerFencedError("another producer has the id")
     tm.handle_failed_batch(drain(tm, FakeBatch(TP0, 1)), fenced, adjust_sequences=False)
@@ -167,10 +166,7 @@ def test_fencing_is_fatal_and_rethrown() -> None:
 
 
 def test_out_of_order_sequence_bumps_the_epoch_after_the_abort() -> None:
-    tm = initialized()
-    tm.begin_transaction()
-    tm.is_send_to_partition_allowed(TP0)
-    tm.partitions_added(tm.next_transactional_request(True).partitions)
+    tm = in_transaction_with_tp0()
     batch = drain(tm, FakeBatch(TP0, 4))
     tm.handle_failed_batch(
         batch, errors.OutOfOrderSequenceNumberError("gap"), adjust_sequences=False
