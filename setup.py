@@ -1,7 +1,8 @@
-"""Build script: every ``cproducer/*.pyx`` becomes an extension module.
+"""Build script: every ``.pyx`` under ``cproducer/`` becomes an extension module of that name
+(``cproducer/utils/crc32c.pyx`` is ``cproducer.utils.crc32c``).
 
-``CPRODUCER_EXT=_crc32c,_records python setup.py build_ext --inplace`` builds only the named modules
-(handy while working on one of them).
+``CPRODUCER_EXT=crc32c,record_batch_builder python setup.py build_ext --inplace`` builds only the
+named modules (handy while working on one of them).
 """
 
 import glob
@@ -16,15 +17,15 @@ only = {name for name in os.environ.get("CPRODUCER_EXT", "").split(",") if name}
 extra_compile_args = [] if sys.platform == "win32" else ["-O3", "-fno-strict-aliasing"]
 
 extensions = []
-for path in sorted(glob.glob(os.path.join("cproducer", "*.pyx"))):
-    name = os.path.splitext(os.path.basename(path))[0]
-    if only and name not in only:
+for path in sorted(glob.glob(os.path.join("cproducer", "**", "*.pyx"), recursive=True)):
+    module = os.path.splitext(path)[0].replace(os.sep, ".")
+    if only and module.rsplit(".", 1)[1] not in only:
         continue
     extensions.append(
         Extension(
-            "cproducer." + name,
+            module,
             [path],
-            include_dirs=[numpy.get_include(), "cproducer"],
+            include_dirs=[numpy.get_include(), os.path.join("cproducer", "utils")],
             define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
             extra_compile_args=extra_compile_args,
         )

@@ -199,8 +199,8 @@ CLIENTS: Dict[str, Callable[[str, str, int], int]] = {
 
 IMPORTS = {
     "confluent": "confluent_kafka",
-    "send": "cproducer.producer",
-    "send_many": "cproducer.producer",
+    "send": "cproducer.producer.kafka_producer",
+    "send_many": "cproducer.producer.kafka_producer",
     "kafka-python": "kafka",
     "aiokafka": "aiokafka",
 }

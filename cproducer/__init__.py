@@ -12,12 +12,18 @@ from cproducer import errors
 __version__ = "0.1.0"
 
 _LAZY = {
-    "KafkaProducer": ("cproducer.producer", "KafkaProducer"),
-    "RecordMetadata": ("cproducer._accumulator", "RecordMetadata"),
-    "FutureRecordMetadata": ("cproducer._accumulator", "FutureRecordMetadata"),
+    "KafkaProducer": ("cproducer.producer.kafka_producer", "KafkaProducer"),
+    "RecordMetadata": ("cproducer.producer.internals.record_accumulator", "RecordMetadata"),
+    "FutureRecordMetadata": (
+        "cproducer.producer.internals.record_accumulator",
+        "FutureRecordMetadata",
+    ),
     "TopicPartition": ("cproducer.cluster", "TopicPartition"),
     "LocalBroker": ("cproducer.localbroker", "LocalBroker"),
-    "ConsumerGroupMetadata": ("cproducer.transaction_manager", "ConsumerGroupMetadata"),
+    "ConsumerGroupMetadata": (
+        "cproducer.producer.internals.transaction_manager",
+        "ConsumerGroupMetadata",
+    ),
 }
 
 __all__ = ["errors", "__version__", *_LAZY]

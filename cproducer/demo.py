@@ -10,9 +10,9 @@ import struct
 import time
 from typing import Any, List, Optional, Tuple
 
-from cproducer import compression
-from cproducer._crc32c import crc32c
-from cproducer._records import RecordBatchBuilder
+from cproducer.record import compression
+from cproducer.record.record_batch_builder import RecordBatchBuilder
+from cproducer.utils.crc32c import crc32c
 
 Record = Tuple[int, Optional[bytes], Optional[bytes], List[Tuple[str, Optional[bytes]]]]
 

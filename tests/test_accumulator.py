@@ -11,9 +11,6 @@ from typing import Any, Dict, List
 import pytest
 from kafka.record.default_records import DefaultRecordBatch
 
-from cproducer._accumulator import ProducerBatch, RecordAccumulator
-from cproducer._buffer_pool import BufferPool
-from cproducer._records import RecordBatchBuilder
 from cproducer.cluster import Cluster, Node, PartitionInfo, TopicPartition
 from cproducer.errors import (
     BufferExhaustedError,
@@ -21,6 +18,9 @@ from cproducer.errors import (
     KafkaError,
     ProducerClosedError,
 )
+from cproducer.producer.internals.buffer_pool import BufferPool
+from cproducer.producer.internals.record_accumulator import ProducerBatch, RecordAccumulator
+from cproducer.record.record_batch_builder import RecordBatchBuilder
 
 N1, N2 = Node(1, "a", 1), Node(2, "b", 1)
 TP0 = TopicPartition("t", 0)
@@ -284,8 +284,8 @@ def test_drain_assigns_sequences_in_order() -> None:
 
 
 def test_split_of_an_oversized_batch_keeps_records_order_and_callbacks() -> None:
-    from cproducer._accumulator import ProducerBatch
-    from cproducer._records import RecordBatchBuilder
+    from cproducer.producer.internals.record_accumulator import ProducerBatch
+    from cproducer.record.record_batch_builder import RecordBatchBuilder
 
     a, c = acc(batch_size=1024, linger=0), cluster(1, leaders={0: N1})
     big = ProducerBatch(TP0, RecordBatchBuilder(bytearray(8192), 0, 8192), 0)

@@ -11,8 +11,8 @@ from typing import Any, Callable, List
 
 import pytest
 
-from cproducer._buffer_pool import BufferPool
 from cproducer.errors import BufferExhaustedError, ProducerClosedError
+from cproducer.producer.internals.buffer_pool import BufferPool
 
 
 def wait_until(cond: Callable[[], bool], timeout: float = 5.0) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from cproducer import compression
+from cproducer.record import compression
 
 HERE = Path(__file__).parent / "java"
 

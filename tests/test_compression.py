@@ -9,7 +9,7 @@ import struct
 import lz4.frame
 import pytest
 
-from cproducer import compression as c
+from cproducer.record import compression as c
 
 
 @pytest.mark.parametrize("codec", [1, 2, 3, 4])

@@ -9,7 +9,7 @@ import crc32c as reference
 import numpy as np
 import pytest
 
-from cproducer._crc32c import HAVE_HW, crc32c, crc32c_hw, crc32c_table
+from cproducer.utils.crc32c import HAVE_HW, crc32c, crc32c_hw, crc32c_table
 
 PATHS = [crc32c, crc32c_table] + ([crc32c_hw] if HAVE_HW else [])
 

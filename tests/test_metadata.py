@@ -9,7 +9,7 @@ import pytest
 
 from cproducer import errors
 from cproducer.cluster import Node
-from cproducer.metadata import ProducerMetadata
+from cproducer.producer.internals.producer_metadata import ProducerMetadata
 from cproducer.protocol import MetadataResponse, PartitionMetadata, TopicMetadata
 
 N = Node(1, "h", 9092)

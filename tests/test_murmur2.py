@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 from kafka.partitioner.default import murmur2 as kafka_python_murmur2
 
-from cproducer._murmur2 import (
+from cproducer.utils.murmur2 import (
     murmur2,
     partition_for_key,
     partitions_for_buffer,

@@ -13,7 +13,7 @@ import pytest
 
 from cproducer import errors
 from cproducer.cluster import Node
-from cproducer.network import ClientRequest, NetworkClient
+from cproducer.network.network_client import ClientRequest, NetworkClient
 from cproducer.protocol import MetadataRequest, Writer
 
 
@@ -119,7 +119,7 @@ def test_garbage_disconnects_with_reason_and_fails_the_request(mode, caplog) -> 
         connect(client, node)
         sink: List = []
         client.send(metadata_request(node, sink), client.time_ms())
-        with caplog.at_level(logging.INFO, logger="cproducer.network"):
+        with caplog.at_level(logging.INFO, logger="cproducer.network.network_client"):
             run_until(client, node, lambda: sink, 5)
         assert len(sink) == 1
         resp = sink[0]

@@ -9,9 +9,12 @@ from typing import Any, Callable, Iterable, List, Sequence
 import numpy as np
 import pytest
 
-from cproducer._murmur2 import murmur2
-from cproducer._partitioner import BuiltInPartitioner, StickyPartitionInfo
 from cproducer.cluster import Cluster, Node, PartitionInfo
+from cproducer.producer.internals.built_in_partitioner import (
+    BuiltInPartitioner,
+    StickyPartitionInfo,
+)
+from cproducer.utils.murmur2 import murmur2
 
 N1, N2 = Node(1, "a", 1), Node(2, "b", 1)
 

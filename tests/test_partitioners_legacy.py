@@ -10,10 +10,9 @@ from typing import Any, Iterable, List
 import numpy as np
 import pytest
 
-from cproducer._murmur2 import partition_for_key
 from cproducer.cluster import Cluster, Node, PartitionInfo
 from cproducer.errors import ConfigError
-from cproducer.partitioners import (
+from cproducer.producer.partitioners import (
     CallablePartitioner,
     DefaultPartitioner,
     Partitioner,
@@ -21,6 +20,7 @@ from cproducer.partitioners import (
     UniformStickyPartitioner,
     resolve_partitioner,
 )
+from cproducer.utils.murmur2 import partition_for_key
 
 N = Node(1, "h", 1)
 

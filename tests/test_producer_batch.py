@@ -15,7 +15,15 @@ from typing import Any, List, Optional, Tuple
 import pytest
 from kafka.record.default_records import DefaultRecordBatch
 
-from cproducer._accumulator import (
+from cproducer.cluster import TopicPartition
+from cproducer.errors import (
+    IllegalStateError,
+    KafkaError,
+    KafkaTimeoutError,
+    NotEnoughReplicasError,
+    RecordTooLargeError,
+)
+from cproducer.producer.internals.record_accumulator import (
     ABORTED,
     FAILED,
     IN_FLIGHT,
@@ -26,15 +34,7 @@ from cproducer._accumulator import (
     ProduceRequestResult,
     RecordMetadata,
 )
-from cproducer._records import RecordBatchBuilder
-from cproducer.cluster import TopicPartition
-from cproducer.errors import (
-    IllegalStateError,
-    KafkaError,
-    KafkaTimeoutError,
-    NotEnoughReplicasError,
-    RecordTooLargeError,
-)
+from cproducer.record.record_batch_builder import RecordBatchBuilder
 
 TP = TopicPartition("topic", 3)
 

@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
-from cproducer import compression
-from cproducer._records import (
+from cproducer.record import compression
+from cproducer.record.record_batch_builder import (
     CODEC_GZIP,
     CODEC_LZ4,
     CODEC_NONE,

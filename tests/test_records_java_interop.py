@@ -15,7 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from cproducer._records import RecordBatchBuilder, estimate_size_in_bytes_upper_bound
+from cproducer.record.record_batch_builder import (
+    RecordBatchBuilder,
+    estimate_size_in_bytes_upper_bound,
+)
 
 JAVA_SOURCE = r"""
 import java.io.*;

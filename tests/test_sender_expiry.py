@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any, List
 
-from cproducer._accumulator import ProducerBatch
-from cproducer._records import RecordBatchBuilder
 from cproducer.cluster import TopicPartition
-from cproducer.sender import Sender
+from cproducer.producer.internals.record_accumulator import ProducerBatch
+from cproducer.producer.internals.sender import Sender
+from cproducer.record.record_batch_builder import RecordBatchBuilder
 
 A, B = TopicPartition("t", 0), TopicPartition("t", 1)
 

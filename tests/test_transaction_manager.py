@@ -6,7 +6,7 @@ from typing import Any
 
 from cproducer import errors
 from cproducer.cluster import TopicPartition
-from cproducer.transaction_manager import TransactionManager
+from cproducer.producer.internals.transaction_manager import TransactionManager
 
 TP = TopicPartition("t", 0)
 

@@ -8,7 +8,7 @@ import pytest
 
 from cproducer import errors
 from cproducer.cluster import Node, TopicPartition
-from cproducer.transaction_manager import (
+from cproducer.producer.internals.transaction_manager import (
     ABORTABLE_ERROR,
     ABORTING_TRANSACTION,
     FATAL_ERROR,

@@ -2,9 +2,9 @@
 
 import time
 
-from cproducer._accumulator import RecordAccumulator
-from cproducer._buffer_pool import BufferPool
 from cproducer.cluster import Cluster, Node, PartitionInfo
+from cproducer.producer.internals.buffer_pool import BufferPool
+from cproducer.producer.internals.record_accumulator import RecordAccumulator
 
 NODE = Node(1, "h", 9092)
 RECORDS = 20_000
@@ -110,9 +110,9 @@ class BatchCompletion:
         self.hits = [0]
 
     def _batch(self):
-        from cproducer._accumulator import ProducerBatch
-        from cproducer._records import RecordBatchBuilder
         from cproducer.cluster import TopicPartition
+        from cproducer.producer.internals.record_accumulator import ProducerBatch
+        from cproducer.record.record_batch_builder import RecordBatchBuilder
 
         hits = self.hits
 

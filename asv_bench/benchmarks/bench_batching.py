@@ -2,10 +2,10 @@
 
 import numpy as np
 
-from cproducer._accumulator import RecordAccumulator
-from cproducer._buffer_pool import BufferPool
-from cproducer._partitioner import BuiltInPartitioner
 from cproducer.cluster import Cluster, Node, PartitionInfo
+from cproducer.producer.internals.buffer_pool import BufferPool
+from cproducer.producer.internals.built_in_partitioner import BuiltInPartitioner
+from cproducer.producer.internals.record_accumulator import RecordAccumulator
 
 NODE = Node(1, "h", 9092)
 

@@ -1,7 +1,7 @@
 """asv: BufferPool allocate + deallocate, uncontended (one thread), 1000 pairs per sample
 (divide by 1000 for one pair)."""
 
-from cproducer._buffer_pool import BufferPool
+from cproducer.producer.internals.buffer_pool import BufferPool
 
 BATCH = 16384
 PAIRS = 1000

@@ -4,9 +4,9 @@ import os
 
 import numpy as np
 
-from cproducer._crc32c import HAVE_HW, crc32c_hw, crc32c_table
-from cproducer._murmur2 import partition_for_key, partitions_for_buffer, partitions_for_keys
-from cproducer._records import RecordBatchBuilder
+from cproducer.record.record_batch_builder import RecordBatchBuilder
+from cproducer.utils.crc32c import HAVE_HW, crc32c_hw, crc32c_table
+from cproducer.utils.murmur2 import partition_for_key, partitions_for_buffer, partitions_for_keys
 
 
 class Crc32c:

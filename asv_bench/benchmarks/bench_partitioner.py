@@ -3,8 +3,8 @@ stats update, keyed choice. Loops of 1000 per sample: divide by 1000 for one cal
 
 import numpy as np
 
-from cproducer._partitioner import BuiltInPartitioner
 from cproducer.cluster import Cluster, Node, PartitionInfo
+from cproducer.producer.internals.built_in_partitioner import BuiltInPartitioner
 
 NODE = Node(1, "h", 9092)
 CALLS = 1000

@@ -9,8 +9,8 @@ codec (compression + header + CRC).
 
 import timeit
 
-from cproducer import compression
-from cproducer._records import RecordBatchBuilder, _append_raw_loop
+from cproducer.record import compression
+from cproducer.record.record_batch_builder import RecordBatchBuilder, _append_raw_loop
 
 RECORDS = 10_000
 KEY = b"k" * 10

@@ -60,7 +60,7 @@ def s3_broker(monkeypatch):
 def test_kill_and_restart_every_record_once(
     s3_broker: LocalBroker, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.DEBUG, logger="cproducer.sender")
+    caplog.set_level(logging.DEBUG, logger="cproducer.producer.internals.sender")
     topic = f"crash-{uuid.uuid4().hex[:8]}"
     s3_broker.create_topic(topic, 2)
     lock = threading.Lock()

@@ -394,7 +394,7 @@ def test_acks_zero_many_records_all_arrive(broker: LocalBroker, caplog) -> None:
 
     topic = _topic(broker, 2)
     n = 20000
-    with caplog.at_level(logging.INFO, logger="cproducer.network"):
+    with caplog.at_level(logging.INFO, logger="cproducer.network.network_client"):
         with KafkaProducer(
             bootstrap_servers=broker.bootstrap_servers, acks=0, batch_size=4096, linger_ms=0
         ) as producer:

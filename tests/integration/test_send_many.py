@@ -9,8 +9,8 @@ import pyarrow as pa
 import pytest
 
 from cproducer import KafkaProducer, errors
-from cproducer._murmur2 import partition_for_key
 from cproducer.localbroker import LocalBroker
+from cproducer.utils.murmur2 import partition_for_key
 from tests.integration.readback import by_partition, read_back
 
 

@@ -9,10 +9,10 @@ import uuid
 
 import pytest
 
-from cproducer._murmur2 import partition_for_key
 from cproducer.errors import ConfigError
 from cproducer.localbroker import LocalBroker
 from cproducer.spark import KafkaSinkError, write_to_kafka
+from cproducer.utils.murmur2 import partition_for_key
 from tests.integration.readback import read_back
 
 

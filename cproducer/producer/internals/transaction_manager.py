@@ -36,7 +36,7 @@ from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 from cproducer import errors
 from cproducer.cluster import TopicPartition
 
-log = logging.getLogger("cproducer.transaction_manager")
+log = logging.getLogger("cproducer.producer.internals.transaction_manager")
 
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1

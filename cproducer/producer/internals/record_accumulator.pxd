@@ -1,6 +1,6 @@
 cimport cython
-from cproducer._partitioner cimport BuiltInPartitioner
-from cproducer._records cimport RecordBatchBuilder
+from cproducer.producer.internals.built_in_partitioner cimport BuiltInPartitioner
+from cproducer.record.record_batch_builder cimport RecordBatchBuilder
 
 
 # What a record's callback needs at completion, kept in the batch (not its future): the loop that

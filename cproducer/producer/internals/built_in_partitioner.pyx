@@ -27,9 +27,9 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.tuple cimport PyTuple_GET_ITEM
 from libc.stdint cimport int32_t, int64_t, uint64_t
 
-from cproducer._murmur2 cimport murmur2_partition
+from cproducer.utils.murmur2 cimport murmur2_partition
 
-from cproducer._murmur2 import partition_for_key as _partition_for_key
+from cproducer.utils.murmur2 import partition_for_key as _partition_for_key
 
 cnp.import_array()
 

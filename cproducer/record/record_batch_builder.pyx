@@ -44,8 +44,8 @@ from cpython.unicode cimport PyUnicode_AsUTF8AndSize
 from libc.stdint cimport int16_t, int32_t, int64_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 
-from cproducer._crc32c cimport cp_crc32c_init, crc32c_update
-from cproducer._wire cimport (
+from cproducer.utils.crc32c cimport cp_crc32c_init, crc32c_update
+from cproducer.utils.byte_utils cimport (
     uvarint_size,
     varint_size,
     varlong_size,
@@ -56,7 +56,7 @@ from cproducer._wire cimport (
     write_varlong,
 )
 
-from cproducer import compression as _compression
+from cproducer.record import compression as _compression
 
 cp_crc32c_init()
 

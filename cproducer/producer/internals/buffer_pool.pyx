@@ -39,7 +39,7 @@ from cpython.pythread cimport (
     PyThread_type_lock,
 )
 
-from cproducer._native_mutex cimport (cp_mutex, cp_mutex_acquire, cp_mutex_free, cp_mutex_new,
+from cproducer.utils.native_mutex cimport (cp_mutex, cp_mutex_acquire, cp_mutex_free, cp_mutex_new,
                                       cp_mutex_unlock)
 
 from cproducer.errors import BufferExhaustedError, ProducerClosedError

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from typing import Any, List, NamedTuple, Optional
 
-log = logging.getLogger("cproducer.interceptors")
+log = logging.getLogger("cproducer.producer.interceptors")
 
 
 class ProducerRecord(NamedTuple):

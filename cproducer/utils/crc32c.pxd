@@ -1,4 +1,4 @@
-# C-level CRC-32C for other extension modules: `from cproducer._crc32c cimport crc32c_update`.
+# C-level CRC-32C for other extension modules: `from cproducer.utils.crc32c cimport crc32c_update`.
 # The implementation is header-only (crc32c_impl.h), so no runtime import is needed.
 from libc.stdint cimport uint32_t
 

@@ -17,7 +17,8 @@ from typing import Any, Callable, Dict, List
 
 from cproducer import errors
 from cproducer.cluster import Node, TopicPartition
-from cproducer.network import NO_DELAY_LIMIT_MS
+from cproducer.network.network_client import NO_DELAY_LIMIT_MS
+from cproducer.producer.internals.transaction_manager import ABORTABLE_ERROR, ABORTING_TRANSACTION
 from cproducer.protocol import (
     KEY_TYPE_GROUP,
     KEY_TYPE_TRANSACTION,
@@ -29,9 +30,8 @@ from cproducer.protocol import (
     ProduceRequest,
     TxnOffsetCommitRequest,
 )
-from cproducer.transaction_manager import ABORTABLE_ERROR, ABORTING_TRANSACTION
 
-log = logging.getLogger("cproducer.sender")
+log = logging.getLogger("cproducer.producer.internals.sender")
 
 # a transactional request failing with one of these ends the producer (Java: fatalError)
 _FATAL_TXN_ERRORS = (
@@ -522,7 +522,7 @@ class Sender:
     def _client_request(
         self, node_id: int, request: Any, version: int, now: int, callback: Callable[[Any], None]
     ) -> Any:
-        from cproducer.network import ClientRequest
+        from cproducer.network.network_client import ClientRequest
 
         return ClientRequest(
             node_id=node_id,

@@ -19,7 +19,7 @@ from cproducer import errors
 from cproducer.cluster import Cluster, Node, PartitionInfo, TopicPartition
 from cproducer.protocol import MetadataRequest
 
-log = logging.getLogger("cproducer.metadata")
+log = logging.getLogger("cproducer.producer.internals.producer_metadata")
 
 _RETRIABLE_TOPIC_ERRORS = {3, 5}  # UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from cproducer._send_many import buffer_column, objects_column
+from cproducer.producer.send_many import buffer_column, objects_column
 
 _BYTES = (bytes, bytearray, memoryview, type(None))
 
@@ -48,7 +48,7 @@ def _arrow(obj: Any, what: str) -> Any:
 
 
 def to_column(obj: Any, what: str) -> Any:
-    """A ``cproducer._send_many.Column`` for ``obj``; TypeError naming ``what`` otherwise."""
+    """A ``send_many.Column`` for ``obj``; TypeError naming ``what`` otherwise."""
     if _is_buffer_offsets_pair(obj):
         data, offsets = obj
         offsets = np.asarray(offsets, dtype=np.int64)

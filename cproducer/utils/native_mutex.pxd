@@ -1,5 +1,5 @@
 # The native mutex of native_mutex.h, for the modules that need a cheap lock
-# (`from cproducer._native_mutex cimport cp_mutex, cp_mutex_new, ...`); header-only.
+# (`from cproducer.utils.native_mutex cimport cp_mutex, cp_mutex_new, ...`); header-only.
 cdef extern from "native_mutex.h":
     ctypedef struct cp_mutex:
         pass

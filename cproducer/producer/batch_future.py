@@ -18,7 +18,7 @@ import numpy as np
 
 from cproducer.errors import KafkaTimeoutError
 
-log = logging.getLogger("cproducer.batch_future")
+log = logging.getLogger("cproducer.producer.batch_future")
 
 
 @dataclass(frozen=True)

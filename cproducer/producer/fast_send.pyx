@@ -11,9 +11,9 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from libc.stdint cimport int32_t
 from posix.time cimport CLOCK_REALTIME, clock_gettime, timespec
 
-from cproducer._accumulator cimport RecordAccumulator, RecordAppendResult
-from cproducer._murmur2 cimport murmur2_partition
-from cproducer._wire cimport varint_size
+from cproducer.producer.internals.record_accumulator cimport RecordAccumulator, RecordAppendResult
+from cproducer.utils.murmur2 cimport murmur2_partition
+from cproducer.utils.byte_utils cimport varint_size
 
 
 cdef inline long long _wall_ms() noexcept nogil:

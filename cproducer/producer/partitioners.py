@@ -1,8 +1,8 @@
 """Custom partitioners: the protocol, and the legacy ones (Java's) for comparison.
 
 With no partitioner configured the producer uses the built-in KIP-794 logic
-(``cproducer._partitioner.BuiltInPartitioner``, called from the accumulator): keyed records by
-murmur2, unkeyed ones sticky with uniform or adaptive switching.
+(``producer.internals.built_in_partitioner.BuiltInPartitioner``, called from the accumulator):
+keyed records by murmur2, unkeyed ones sticky with uniform or adaptive switching.
 
 A custom partitioner is an object with
 ``partition(topic, key, key_bytes, value, value_bytes, cluster) -> int`` and, optionally,
@@ -37,8 +37,8 @@ import threading
 from collections import deque
 from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Tuple
 
-from cproducer._murmur2 import partition_for_key
 from cproducer.errors import ConfigError
+from cproducer.utils.murmur2 import partition_for_key
 
 __all__ = [
     "CallablePartitioner",

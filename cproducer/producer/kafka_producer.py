@@ -18,31 +18,31 @@ from typing import Any, Callable, Dict, Mapping, Optional, Set, Tuple
 import numpy as np
 
 from cproducer import errors
-from cproducer._accumulator import RecordAccumulator
-from cproducer._buffer_pool import BufferPool
-from cproducer._fast_send import FastSend
-from cproducer._murmur2 import partition_for_key
-from cproducer._records import estimate_size_in_bytes_upper_bound
-from cproducer._send_many import append_columns, partitions_of_column, size_upper_bounds
-from cproducer.batch_future import BatchFuture
 from cproducer.cluster import Cluster, TopicPartition
-from cproducer.columns import to_column
-from cproducer.compression import codec_id
 from cproducer.config import ProducerConfig
-from cproducer.interceptors import ProducerInterceptors, ProducerRecord
-from cproducer.metadata import ProducerMetadata
-from cproducer.network import NetworkClient, default_socket_factory
-from cproducer.partitioners import resolve_partitioner
-from cproducer.sender import Sender
-from cproducer.serializers import as_serialize_fn
-from cproducer.tls import ssl_context_from_config, tls_socket_factory
-from cproducer.transaction_manager import (
+from cproducer.network.network_client import NetworkClient, default_socket_factory
+from cproducer.network.tls import ssl_context_from_config, tls_socket_factory
+from cproducer.producer.batch_future import BatchFuture
+from cproducer.producer.columns import to_column
+from cproducer.producer.fast_send import FastSend
+from cproducer.producer.interceptors import ProducerInterceptors, ProducerRecord
+from cproducer.producer.internals.buffer_pool import BufferPool
+from cproducer.producer.internals.producer_metadata import ProducerMetadata
+from cproducer.producer.internals.record_accumulator import RecordAccumulator
+from cproducer.producer.internals.sender import Sender
+from cproducer.producer.internals.transaction_manager import (
     IN_TRANSACTION,
     ConsumerGroupMetadata,
     TransactionManager,
 )
+from cproducer.producer.partitioners import resolve_partitioner
+from cproducer.producer.send_many import append_columns, partitions_of_column, size_upper_bounds
+from cproducer.producer.serializers import as_serialize_fn
+from cproducer.record.compression import codec_id
+from cproducer.record.record_batch_builder import estimate_size_in_bytes_upper_bound
+from cproducer.utils.murmur2 import partition_for_key
 
-log = logging.getLogger("cproducer.producer")
+log = logging.getLogger("cproducer.producer.kafka_producer")
 
 _TOPIC_RE = re.compile(r"[a-zA-Z0-9._-]+")
 _MAX_TOPIC_LENGTH = 249

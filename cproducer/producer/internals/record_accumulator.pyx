@@ -25,12 +25,12 @@ from cpython.mem cimport PyMem_Free, PyMem_Realloc
 from libc.limits cimport LLONG_MAX
 from libc.stdint cimport int32_t, int64_t
 
-from cproducer._native_mutex cimport (cp_mutex, cp_mutex_acquire, cp_mutex_free, cp_mutex_new,
+from cproducer.utils.native_mutex cimport (cp_mutex, cp_mutex_acquire, cp_mutex_free, cp_mutex_new,
                                       cp_mutex_unlock)
-from cproducer._partitioner cimport BuiltInPartitioner, StickyPartitionInfo
-from cproducer._records cimport RecordBatchBuilder
+from cproducer.producer.internals.built_in_partitioner cimport BuiltInPartitioner, StickyPartitionInfo
+from cproducer.record.record_batch_builder cimport RecordBatchBuilder
 
-from cproducer._records import estimate_size_in_bytes_upper_bound
+from cproducer.record.record_batch_builder import estimate_size_in_bytes_upper_bound
 from cproducer.cluster import TopicPartition
 from cproducer.errors import (
     IllegalStateError,
@@ -769,7 +769,7 @@ cdef tuple _read_varint(const unsigned char[:] buf, Py_ssize_t pos):
 
 
 cdef list _decode_records(ProducerBatch batch):
-    from cproducer import compression
+    from cproducer.record import compression
 
     cdef RecordBatchBuilder b = batch.builder
     cdef long long length, klen, vlen, nh, hk, hv, ts_delta

@@ -1,8 +1,8 @@
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
-from cproducer._partitioner import BuiltInPartitioner
-from cproducer._records import RecordBatchBuilder
 from cproducer.cluster import TopicPartition
+from cproducer.producer.internals.built_in_partitioner import BuiltInPartitioner
+from cproducer.record.record_batch_builder import RecordBatchBuilder
 
 IN_FLIGHT: int
 SUCCEEDED: int

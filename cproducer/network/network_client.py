@@ -37,7 +37,7 @@ from cproducer.protocol import (
     is_flexible,
 )
 
-log = logging.getLogger("cproducer.network")
+log = logging.getLogger("cproducer.network.network_client")
 
 _SIZE = struct.Struct(">i")
 _IOV_MAX = 512
@@ -124,7 +124,7 @@ class _Connection:
     last_activity_ms: int = 0
     api_versions_version: int = 3
     events: int = selectors.EVENT_WRITE  # what the selector watches (registered when connecting)
-    tls: bool = False  # sock is a cproducer.tls.TlsSocket
+    tls: bool = False  # sock is a cproducer.network.tls.TlsSocket
 
 
 class _NodeBackoff:

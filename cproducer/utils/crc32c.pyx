@@ -9,7 +9,7 @@ The GIL is released for buffers of 64 KiB and more.
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from libc.stdint cimport uint32_t
 
-from cproducer._crc32c cimport cp_crc32c_have_hw, cp_crc32c_hw, cp_crc32c_init, cp_crc32c_sw
+from cproducer.utils.crc32c cimport cp_crc32c_have_hw, cp_crc32c_hw, cp_crc32c_init, cp_crc32c_sw
 
 cp_crc32c_init()
 

@@ -14,7 +14,7 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from libc.stdint cimport int32_t, int64_t, uint8_t
 
 
-from cproducer._murmur2 cimport murmur2_hash, murmur2_partition
+from cproducer.utils.murmur2 cimport murmur2_hash, murmur2_partition
 
 cnp.import_array()
 

@@ -16,16 +16,16 @@ from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from libc.stdint cimport int32_t, int64_t, uint8_t
 
-from cproducer._accumulator cimport (
+from cproducer.producer.internals.record_accumulator cimport (
     PartitionDeque,
     ProducerBatch,
     RecordAccumulator,
     TopicInfo,
 )
-from cproducer._partitioner cimport BuiltInPartitioner, StickyPartitionInfo
-from cproducer._murmur2 cimport murmur2_partition
-from cproducer._wire cimport varint_size
-from cproducer._records cimport RecordBatchBuilder
+from cproducer.producer.internals.built_in_partitioner cimport BuiltInPartitioner, StickyPartitionInfo
+from cproducer.utils.murmur2 cimport murmur2_partition
+from cproducer.utils.byte_utils cimport varint_size
+from cproducer.record.record_batch_builder cimport RecordBatchBuilder
 
 cnp.import_array()
 

@@ -1,0 +1,2 @@
+"""Shared low-level pieces (Java's ``common.utils``): CRC-32C, murmur2, the native mutex, varint
+sizes."""
