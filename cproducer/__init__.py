@@ -13,9 +13,9 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "KafkaProducer": ("cproducer.producer.kafka_producer", "KafkaProducer"),
-    "RecordMetadata": ("cproducer.producer.internals.record_accumulator", "RecordMetadata"),
+    "RecordMetadata": ("cproducer.producer.internals.produce_request_result", "RecordMetadata"),
     "FutureRecordMetadata": (
-        "cproducer.producer.internals.record_accumulator",
+        "cproducer.producer.internals.produce_request_result",
         "FutureRecordMetadata",
     ),
     "TopicPartition": ("cproducer.cluster", "TopicPartition"),

@@ -276,10 +276,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--binary", default=None, help=f"tansu binary (default: ${ENV_VAR}, ...)")
     args = parser.parse_args(argv)
     with LocalBroker(port=args.port, binary=args.binary, storage=args.storage) as broker:
-        print(
-            f"bootstrap_servers={broker.bootstrap_servers}  (Ctrl-C stops the broker)", flush=True
-        )
         try:
+            # inside the try: a Ctrl-C right after the address is printed still stops cleanly
+            print(
+                f"bootstrap_servers={broker.bootstrap_servers}  (Ctrl-C stops the broker)",
+                flush=True,
+            )
             while broker.process is not None and broker.process.poll() is None:
                 time.sleep(0.2)
         except KeyboardInterrupt:

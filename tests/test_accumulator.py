@@ -19,7 +19,8 @@ from cproducer.errors import (
     ProducerClosedError,
 )
 from cproducer.producer.internals.buffer_pool import BufferPool
-from cproducer.producer.internals.record_accumulator import ProducerBatch, RecordAccumulator
+from cproducer.producer.internals.producer_batch import ProducerBatch
+from cproducer.producer.internals.record_accumulator import RecordAccumulator
 from cproducer.record.record_batch_builder import RecordBatchBuilder
 
 N1, N2 = Node(1, "a", 1), Node(2, "b", 1)
@@ -284,7 +285,6 @@ def test_drain_assigns_sequences_in_order() -> None:
 
 
 def test_split_of_an_oversized_batch_keeps_records_order_and_callbacks() -> None:
-    from cproducer.producer.internals.record_accumulator import ProducerBatch
     from cproducer.record.record_batch_builder import RecordBatchBuilder
 
     a, c = acc(batch_size=1024, linger=0), cluster(1, leaders={0: N1})

@@ -8,7 +8,7 @@ import time
 from typing import Any, List
 
 from cproducer import errors, perf
-from cproducer.producer.internals.record_accumulator import RecordMetadata
+from cproducer.producer.internals.produce_request_result import RecordMetadata
 
 
 class InstantProducer:

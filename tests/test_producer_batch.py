@@ -23,16 +23,18 @@ from cproducer.errors import (
     NotEnoughReplicasError,
     RecordTooLargeError,
 )
-from cproducer.producer.internals.record_accumulator import (
+from cproducer.producer.internals.produce_request_result import (
+    FutureRecordMetadata,
+    ProduceRequestResult,
+    RecordMetadata,
+)
+from cproducer.producer.internals.producer_batch import (
     ABORTED,
     FAILED,
     IN_FLIGHT,
     SPLIT,
     SUCCEEDED,
-    FutureRecordMetadata,
     ProducerBatch,
-    ProduceRequestResult,
-    RecordMetadata,
 )
 from cproducer.record.record_batch_builder import RecordBatchBuilder
 

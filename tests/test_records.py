@@ -27,10 +27,9 @@ from cproducer.record.record_batch_builder import (
     COMPRESSION_RATE_ESTIMATION_FACTOR,
     RECORD_BATCH_OVERHEAD,
     RecordBatchBuilder,
-    _append_raw_loop,
-    _set_nogil_threshold,
     estimate_size_in_bytes_upper_bound,
     record_size_in_bytes,
+    set_gil_release_threshold,
 )
 
 CODECS = [CODEC_NONE, CODEC_GZIP, CODEC_SNAPPY, CODEC_LZ4, CODEC_ZSTD]
@@ -247,7 +246,7 @@ def test_numpy_and_memoryview_buffers() -> None:
 def test_copies_and_crc_without_the_gil_write_the_same_bytes(codec: int) -> None:
     rnd = random.Random(3)
     recs: list = [(NOW + i, rnd.randbytes(i * 100), rnd.randbytes(i * 5000), []) for i in range(20)]
-    old = _set_nogil_threshold(1)  # every copy and the CRC released
+    old = set_gil_release_threshold(1)  # every copy and the CRC released
     try:
         _, released = ours(recs, codec)
         ticks = []
@@ -265,7 +264,7 @@ def test_copies_and_crc_without_the_gil_write_the_same_bytes(codec: int) -> None
             stop.set()
             t.join()
     finally:
-        assert _set_nogil_threshold(old) == 1
+        assert set_gil_release_threshold(old) == 1
     _, held = ours(recs, codec)
     assert released == contended == held
     assert decode(held) == expected(recs)
@@ -451,25 +450,6 @@ def test_set_producer_state_before_close() -> None:
 
 
 # ------------------------------------------------------------------ the C-level path
-
-
-@pytest.mark.parametrize("codec", [CODEC_NONE, CODEC_LZ4])
-def test_append_raw_matches_try_append(codec: int) -> None:
-    a = RecordBatchBuilder(bytearray(4096), codec, 1000)
-    b = RecordBatchBuilder(bytearray(4096), codec, 1000)
-    n = _append_raw_loop(a, NOW, b"key", b"v" * 50, 10**6, [("h", b"1")])
-    m = 0
-    while b.try_append(NOW, b"key", b"v" * 50, [("h", b"1")]) >= 0:
-        m += 1
-    assert n == m > 10
-    assert _append_raw_loop(a, NOW, b"key", b"v" * 50, 1) == 0  # refused like try_append
-    a.close()
-    b.close()
-    assert bytes(a.buffer()) == bytes(b.buffer())
-    c = RecordBatchBuilder(bytearray(4096))
-    assert _append_raw_loop(c, NOW, None, None, 3) == 3
-    c.close()
-    assert decode(bytes(c.buffer())) == [(i, NOW, None, None, []) for i in range(3)]
 
 
 # ------------------------------------------------------------------ bad input

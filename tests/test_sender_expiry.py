@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, List
 
 from cproducer.cluster import TopicPartition
-from cproducer.producer.internals.record_accumulator import ProducerBatch
+from cproducer.producer.internals.producer_batch import ProducerBatch
 from cproducer.producer.internals.sender import Sender
 from cproducer.record.record_batch_builder import RecordBatchBuilder
 

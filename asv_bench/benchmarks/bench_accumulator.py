@@ -111,7 +111,7 @@ class BatchCompletion:
 
     def _batch(self):
         from cproducer.cluster import TopicPartition
-        from cproducer.producer.internals.record_accumulator import ProducerBatch
+        from cproducer.producer.internals.producer_batch import ProducerBatch
         from cproducer.record.record_batch_builder import RecordBatchBuilder
 
         hits = self.hits

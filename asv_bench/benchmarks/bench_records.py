@@ -3,14 +3,15 @@
 Appends: a 10-byte key and a 100-byte value, no headers unless named, into an open batch; each
 timed call appends RECORDS records to a fresh builder over a reused 16 MiB buffer (the builder's
 creation is ~1/10000 of the call). ``track_*_ns_per_record`` report the per-record figure
-directly (best of 5 timeit runs). Closing: a full batch.size (16 KiB) batch and a 1 MiB one per
+directly (best of 5 timeit runs); the C-level append path of send_many is
+measured in bench_producer. Closing: a full batch.size (16 KiB) batch and a 1 MiB one per
 codec (compression + header + CRC).
 """
 
 import timeit
 
 from cproducer.record import compression
-from cproducer.record.record_batch_builder import RecordBatchBuilder, _append_raw_loop
+from cproducer.record.record_batch_builder import RecordBatchBuilder
 
 RECORDS = 10_000
 KEY = b"k" * 10
@@ -24,10 +25,6 @@ def _try_append(buf, headers=None):
     append = b.try_append
     for _ in range(RECORDS):
         append(TS, KEY, VALUE, headers)
-
-
-def _append_raw(buf, headers=None):
-    _append_raw_loop(RecordBatchBuilder(buf), TS, KEY, VALUE, RECORDS, headers)
 
 
 def _ns_per_record(fn, *args):
@@ -46,21 +43,10 @@ class Append:
     def time_try_append_with_2_headers_10k(self):
         _try_append(self.buf, HEADERS)
 
-    def time_append_raw_10k(self):
-        _append_raw(self.buf)
-
-    def time_append_raw_with_2_headers_10k(self):
-        _append_raw(self.buf, HEADERS)
-
     def track_try_append_ns_per_record(self):
         return _ns_per_record(_try_append, self.buf)
 
     track_try_append_ns_per_record.unit = "ns/record"  # type: ignore[attr-defined]
-
-    def track_append_raw_ns_per_record(self):
-        return _ns_per_record(_append_raw, self.buf)
-
-    track_append_raw_ns_per_record.unit = "ns/record"  # type: ignore[attr-defined]
 
 
 class Close:

@@ -1,6 +1,5 @@
-# RecordBatchBuilder at C level, for other extension modules (the accumulator, send_many).
-# Keep the field and method order: modules built against this file index the object layout and
-# the method table directly (add new members only at the end, then rebuild the cimporting modules).
+# RecordBatchBuilder at C level, for other extension modules (the accumulator, send_many), and
+# the RecordBatch v2 layout as named offsets (the wire schema is in record_batch_builder.pyx).
 #
 # append_raw(timestamp, key, key_len, value, value_len, headers): key_len/value_len -1 = null;
 # returns the record's offset delta, or -1 when Java's hasRoomFor would refuse it (nothing
@@ -8,6 +7,27 @@
 # first record does not fit the physical buffer, TypeError/ValueError for bad headers or a
 # timestamp < -1.
 from libc.stdint cimport int16_t, int32_t, int64_t
+
+
+# RecordBatch v2 header offsets (DefaultRecordBatch)
+cdef enum:
+    BASE_OFFSET_OFFSET = 0
+    LENGTH_OFFSET = 8
+    PARTITION_LEADER_EPOCH_OFFSET = 12
+    MAGIC_OFFSET = 16
+    CRC_OFFSET = 17
+    ATTRIBUTES_OFFSET = 21
+    LAST_OFFSET_DELTA_OFFSET = 23
+    BASE_TIMESTAMP_OFFSET = 27
+    MAX_TIMESTAMP_OFFSET = 35
+    PRODUCER_ID_OFFSET = 43
+    PRODUCER_EPOCH_OFFSET = 51
+    BASE_SEQUENCE_OFFSET = 53
+    RECORDS_COUNT_OFFSET = 57
+    RECORDS_OFFSET = 61
+    MAGIC = 2
+    TRANSACTIONAL_FLAG = 0x10
+    MAX_RECORD_OVERHEAD = 21  # length varint 5 + attributes 1 + timestamp varlong 10 + offset 5
 
 
 cdef class RecordBatchBuilder:

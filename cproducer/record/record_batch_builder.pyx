@@ -60,31 +60,12 @@ from cproducer.record import compression as _compression
 
 cp_crc32c_init()
 
-cdef enum:
-    BASE_OFFSET_OFFSET = 0
-    LENGTH_OFFSET = 8
-    PARTITION_LEADER_EPOCH_OFFSET = 12
-    MAGIC_OFFSET = 16
-    CRC_OFFSET = 17
-    ATTRIBUTES_OFFSET = 21
-    LAST_OFFSET_DELTA_OFFSET = 23
-    BASE_TIMESTAMP_OFFSET = 27
-    MAX_TIMESTAMP_OFFSET = 35
-    PRODUCER_ID_OFFSET = 43
-    PRODUCER_EPOCH_OFFSET = 51
-    BASE_SEQUENCE_OFFSET = 53
-    RECORDS_COUNT_OFFSET = 57
-    RECORDS_OFFSET = 61
-    MAGIC = 2
-    TRANSACTIONAL_FLAG = 0x10
-    MAX_RECORD_OVERHEAD = 21  # length varint 5 + attributes 1 + timestamp varlong 10 + offset 5
-
 # Copies and CRCs of at least this many bytes release the GIL. Taking the GIL back while another
 # thread runs Python code waits up to a switch interval (5 ms), so releasing it around a copy
 # much shorter than that stalls the appending thread (measured with a busy second thread: 1 MiB
 # values 0.14 GB/s released vs 17.5 GB/s held; 64 MiB 4.8 vs 6.6 GB/s, the other thread 2.5x
 # faster). ~32 MiB is a few ms of copying or CRC: below it, holding the GIL costs others less
-# than the handoff costs us. Tunable through _set_nogil_threshold.
+# than the handoff costs us. Tunable through set_gil_release_threshold().
 cdef Py_ssize_t _nogil_bytes = 32 << 20
 
 # a record's body length is an int32 varint, and so is every key/value/header length in it
@@ -659,38 +640,11 @@ cdef int _check_epoch(int producer_epoch) except -1:
     return 0
 
 
-def _append_raw_loop(RecordBatchBuilder builder, long long timestamp, key, value, Py_ssize_t n,
-                     headers=None):
-    """Test/benchmark hook for the C-level path: ``append_raw`` the same record up to ``n``
-    times (key/value bytes-like or None); how many went in before the first refusal."""
-    cdef Py_buffer kb, vb
-    cdef bint kview = False, vview = False
-    cdef const unsigned char* kp = NULL
-    cdef const unsigned char* vp = NULL
-    cdef Py_ssize_t kl = -1, vl = -1, i = 0
-    if key is not None:
-        _get_buffer(key, &kb, "key")
-        kview = True
-        kp = <const unsigned char*>kb.buf
-        kl = kb.len
-    try:
-        if value is not None:
-            _get_buffer(value, &vb, "value")
-            vview = True
-            vp = <const unsigned char*>vb.buf
-            vl = vb.len
-        while i < n and builder.append_raw(timestamp, kp, kl, vp, vl, headers) >= 0:
-            i += 1
-        return i
-    finally:
-        if kview:
-            PyBuffer_Release(&kb)
-        if vview:
-            PyBuffer_Release(&vb)
-
-
-def _set_nogil_threshold(Py_ssize_t nbytes):
-    """Copies and CRCs of at least ``nbytes`` release the GIL; returns the previous value."""
+def set_gil_release_threshold(Py_ssize_t nbytes):
+    """Copies and CRCs of at least ``nbytes`` (default 32 MiB) release the GIL; returns the
+    previous value. Lower it when other threads must run during appends of very large values."""
+    if nbytes < 0:
+        raise ValueError(f"nbytes must be >= 0, got {nbytes}")
     global _nogil_bytes
     old = _nogil_bytes
     _nogil_bytes = nbytes

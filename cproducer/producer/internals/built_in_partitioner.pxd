@@ -7,8 +7,6 @@ cdef class StickyPartitionInfo:
 
 
 cdef class BuiltInPartitioner:
-    # (the layout and the method order are what already-built modules that cimport this class
-    # expect: add fields and methods at the end only)
     cdef readonly str topic
     cdef readonly int sticky_batch_size
     cdef object _random            # injected zero-arg callable (tests), or None: splitmix64
@@ -16,8 +14,6 @@ cdef class BuiltInPartitioner:
     cdef StickyPartitionInfo _sticky
     cdef object _partition_cache   # _PartitionCache of the last cluster seen (swapped whole)
     cdef object _stats             # PartitionLoadStats or None (swapped whole)
-    cdef object _reserved          # unused: keeps the layout that built modules expect
-    cdef int _reserved_int         # unused: idem
 
     cdef int _next_random(self) except -1
     cpdef int next_partition(self, cluster) except -2

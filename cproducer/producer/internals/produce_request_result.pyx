@@ -1,0 +1,274 @@
+"""What a producer gives back per record: RecordMetadata, and the futures behind it.
+
+Java's ``ProduceRequestResult`` (one per batch, completed once with the base offset or an error),
+``FutureRecordMetadata`` (one per record: a light reference into its batch's result, no
+heavyweight future) and ``RecordMetadata``. The batch module makes them (``new_future``,
+``new_record_metadata`` in the .pxd): a record's future points back at its ``ProducerBatch`` to
+register callbacks and to follow the record when the batch is split.
+"""
+
+import threading
+import time
+
+cimport cython
+
+from cproducer.cluster import TopicPartition
+from cproducer.errors import IllegalStateError, KafkaTimeoutError
+
+
+
+@cython.no_gc
+@cython.freelist(64)
+cdef class RecordMetadata:
+    """Where a record landed: immutable (Java's RecordMetadata; repr as kafka-python's)."""
+
+    def __init__(self, str topic, int partition, long long offset, long long timestamp,
+                 int serialized_key_size=-1, int serialized_value_size=-1):
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+        self.timestamp = timestamp
+        self.serialized_key_size = serialized_key_size
+        self.serialized_value_size = serialized_value_size
+
+    @property
+    def topic_partition(self):
+        return TopicPartition(self.topic, self.partition)
+
+    def has_offset(self):
+        """False when the broker gave no offset (acks=0)."""
+        return self.offset != -1
+
+    def has_timestamp(self):
+        return self.timestamp != -1
+
+    cdef tuple _key(self):
+        return (self.topic, self.partition, self.offset, self.timestamp,
+                self.serialized_key_size, self.serialized_value_size)
+
+    def __eq__(self, other):
+        if not isinstance(other, RecordMetadata):
+            return NotImplemented
+        return self._key() == (<RecordMetadata>other)._key()
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def __reduce__(self):
+        return (RecordMetadata, self._key())
+
+    def __repr__(self):
+        return (f"RecordMetadata(topic={self.topic!r}, partition={self.partition}, "
+                f"topic_partition={self.topic_partition!r}, "
+                f"offset={self.offset}, timestamp={self.timestamp}, "
+                f"serialized_key_size={self.serialized_key_size}, "
+                f"serialized_value_size={self.serialized_value_size})")
+
+
+_event_lock = threading.Lock()
+
+
+cdef class ProduceRequestResult:
+    """Java's ProduceRequestResult: completed once for a whole batch (base offset and
+    log-append time, or an error; per-record errors through an ``index -> exception``
+    function, Java's ``recordExceptions``). ``done()`` wakes every waiter."""
+
+    def __init__(self, topic_partition):
+        self.topic_partition = topic_partition
+        self.base_offset = -1
+        self.log_append_time = -1
+        self._error = None
+        self._record_errors = None
+        self._event = None  # made only when somebody waits before completion
+        self._is_set = False
+        self.completed = False
+
+    def set(self, long long base_offset, long long log_append_time, error=None,
+            record_errors=None):
+        """The outcome, before ``done()``. ``error`` is the batch's exception (or None), or an
+        ``index -> exception`` function; ``record_errors`` the per-record function."""
+        if error is not None and not isinstance(error, BaseException):
+            if not callable(error) or record_errors is not None:
+                raise TypeError(
+                    f"error must be an exception, an index -> exception function or None, "
+                    f"got {type(error).__name__}"
+                )
+            record_errors, error = error, None
+        if record_errors is not None and not callable(record_errors):
+            raise TypeError(
+                f"record_errors must be an index -> exception function or None, "
+                f"got {type(record_errors).__name__}"
+            )
+        self.base_offset = base_offset
+        self.log_append_time = log_append_time
+        self._error = error
+        self._record_errors = record_errors
+        self._is_set = True
+
+    def done(self):
+        """Mark the result completed and wake the waiters (exactly once)."""
+        with _event_lock:
+            if not self._is_set:
+                raise IllegalStateError("set() must be called before done()")
+            if self.completed:
+                raise IllegalStateError(
+                    f"the result of this batch of {self.topic_partition} was already completed"
+                )
+            self.completed = True
+            event = self._event
+        if event is not None:
+            event.set()
+
+    def wait(self, timeout=None):
+        """Block until done (True) or ``timeout`` seconds passed (False)."""
+        if self.completed:
+            return True
+        with _event_lock:
+            if self.completed:
+                return True
+            if self._event is None:
+                self._event = threading.Event()
+            event = self._event
+        return event.wait(timeout)
+
+    @property
+    def error(self):
+        """The batch's exception (None on success)."""
+        if self._error is not None:
+            return self._error
+        if self._record_errors is not None:
+            return self._record_errors(0)
+        return None
+
+    cpdef object error_for(self, int relative_offset):
+        """The exception of record ``relative_offset`` (None when it succeeded)."""
+        cdef object exc
+        if self._record_errors is not None:
+            exc = self._record_errors(relative_offset)
+            return exc if exc is not None else self._error
+        return self._error
+
+
+@cython.no_gc
+@cython.freelist(64)
+cdef class FutureRecordMetadata:
+    """One record's future: a reference into its batch's result, no heavyweight future.
+
+    kafka-python's API: ``get``, ``is_done``, ``succeeded``, ``failed``, ``exception``, ``value``,
+    ``add_callback(fn, *args)`` (``fn(metadata, *args)``), ``add_errback(fn, *args)``
+    (``fn(exception, *args)``)."""
+
+    cdef void _follow(self) except *:
+        # a split batch forwards each of its records to the batch it was re-appended to
+        # (Java chains the old future to the new batch's one)
+        cdef tuple where
+        while self._result.forward is not None:
+            where = self._result.forward[self._rel]
+            self._batch = where[0]
+            self._result = <ProduceRequestResult>self._batch.result
+            self._rel = where[1]
+
+    @property
+    def is_done(self):
+        self._follow()
+        return self._result.completed
+
+    @property
+    def topic_partition(self):
+        return self._result.topic_partition
+
+    @property
+    def relative_offset(self):
+        self._follow()
+        return self._rel
+
+    def done(self):
+        return self.is_done
+
+    cdef RecordMetadata _metadata(self):
+        self._follow()
+        cdef ProduceRequestResult r = self._result
+        topic, partition = r.topic_partition
+        return new_record_metadata(topic, partition, r.base_offset, r.log_append_time, self._rel,
+                                   self._create_ts, self._key_size, self._value_size)
+
+    cdef object _error(self):
+        self._follow()
+        return self._result.error_for(self._rel)
+
+    def get(self, timeout=None):
+        """The RecordMetadata once the batch is acknowledged; raises the record's error, or
+        KafkaTimeoutError when ``timeout`` seconds pass first."""
+        cdef ProduceRequestResult r
+        if timeout is not None and not isinstance(timeout, (int, float)):
+            raise TypeError(f"timeout must be a number of seconds or None, got "
+                            f"{type(timeout).__name__}")
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            self._follow()
+            r = self._result
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not r.wait(remaining):
+                raise KafkaTimeoutError(
+                    f"the record to {r.topic_partition} was not acknowledged within {timeout} s"
+                )
+            if r.forward is None:  # not moved to a split batch meanwhile
+                break
+        err = self._error()
+        if err is not None:
+            raise err
+        return self._metadata()
+
+    def succeeded(self):
+        return self.is_done and self._error() is None
+
+    def failed(self):
+        return self.is_done and self._error() is not None
+
+    @property
+    def exception(self):
+        return self._error() if self.is_done else None
+
+    @property
+    def value(self):
+        if self.is_done and self._error() is None:
+            return self._metadata()
+        return None
+
+    def add_callback(self, fn, *args):
+        """``fn(metadata, *args)`` once the record succeeded (at once if it already did)."""
+        if not callable(fn):
+            raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+
+        def on_completion(md, exc):
+            if exc is None:
+                fn(md, *args)
+        self._batch.add_completion_callback(self, on_completion)
+        return self
+
+    def add_errback(self, fn, *args):
+        """``fn(exception, *args)`` once the record failed (at once if it already did)."""
+        if not callable(fn):
+            raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+
+        def on_completion(md, exc):
+            if exc is not None:
+                fn(exc, *args)
+        self._batch.add_completion_callback(self, on_completion)
+        return self
+
+    def add_both(self, fn, *args):
+        """``fn(metadata_or_exception, *args)`` once the record completed either way."""
+        if not callable(fn):
+            raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+
+        def on_completion(md, exc):
+            fn(md if exc is None else exc, *args)
+        self._batch.add_completion_callback(self, on_completion)
+        return self
+
+    def __repr__(self):
+        state = "pending"
+        if self.is_done:
+            state = "failed" if self._error() is not None else "succeeded"
+        return f"<FutureRecordMetadata {self._result.topic_partition} {state}>"
