@@ -2,7 +2,7 @@
 # One entry point that sets everything up on a fresh machine and runs a job.
 #   ./dev.sh perf [perf-test flags]   build, then run the perf test against an embedded local broker
 #   ./dev.sh test [pytest args]       build, then run the whole test suite
-#   ./dev.sh lint                     ruff check, ruff format --check, mypy
+#   ./dev.sh lint                     ruff check, ruff format --check, mypy, cython-lint
 #   ./dev.sh setup                    only create .venv and build
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -30,6 +30,8 @@ case "$cmd" in
         "$VENV/bin/ruff" check .
         "$VENV/bin/ruff" format --check .
         "$VENV/bin/mypy"
+        # cython-lint runs pycodestyle from PATH: the venv's
+        PATH="$VENV/bin:$PATH" "$VENV/bin/cython-lint" --max-line-length 100 cproducer
         ;;
     *) echo "usage: $0 {test|perf|demo|lint|setup} [args]" >&2; exit 2 ;;
 esac

@@ -1,5 +1,7 @@
-"""KIP-794's slow-broker experiment (seed 002's table), on one Tansu broker behind a
-VirtualCluster of 3 virtual nodes, node 0 taking 20 ms per Produce request, one at a time.
+"""KIP-794's slow-broker experiment, on one Tansu broker behind a VirtualCluster of 3 virtual
+nodes, node 0 taking 20 ms per Produce request, one at a time. The reference table is the one in
+KIP-794's test results:
+https://cwiki.apache.org/confluence/display/KAFKA/KIP-794%3A+Strictly+Uniform+Sticky+Partitioner
 
 Topic foo, 3 partitions (leaders: node p % 3). For each partitioner setting, cproducer-perf-test
 sends N x 512-byte unkeyed records at a capped rate (default 2048/s = 1 MB/s, then 4096/s), each

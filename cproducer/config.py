@@ -13,6 +13,7 @@ import re
 from typing import Any, Callable, Dict, Iterable, List, Mapping, NamedTuple, Optional, Tuple
 
 from cproducer.errors import ConfigError
+from cproducer.record import compression
 
 _INT32_MAX = 2**31 - 1
 _INT64_MAX = 2**63 - 1
@@ -85,7 +86,7 @@ def _acks(name: str, value: Any) -> int:
     raise ConfigError(f"{name}: expected one of all, -1, 0, 1, got {value!r}")
 
 
-_CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
+_CODECS = tuple(compression.NAMES.values())
 
 
 def _compression(name: str, value: Any) -> str:

@@ -23,7 +23,7 @@ OS's autotuning, as librdkafka). ``compression_type="lz4"`` is worth setting too
 stores a fraction of the bytes.
 
 PySpark's daemon runs a full ``gc.collect()`` after every task of a reused Python worker, which
-walks every module the worker imported (pandas and pyarrow: 40-100 ms a task on this machine).
+walks every module the worker imported (pandas and pyarrow: 40-100 ms a task, measured on 2 cores).
 The sink's first task in each worker calls ``gc.freeze()`` so that later collections skip what was
 alive then; ``freeze_worker_gc=False`` leaves the worker's collector alone.
 

@@ -390,7 +390,7 @@ def test_producer_state_written_into_the_batch_and_rewritten_after_close() -> No
     assert (parsed.producer_id, parsed.producer_epoch, parsed.base_sequence) == (9000, 4, 2**31 - 3)
     assert parsed.is_transactional
     # Java's resetProducerState after close: header and CRC rewritten in place
-    b.reset_producer_state(9001, 5, 10, False)
+    b.set_producer_state(9001, 5, 10, False)
     parsed = DefaultRecordBatch(bytes(b.buffer()))
     assert parsed.validate_crc()
     assert (parsed.producer_id, parsed.producer_epoch, parsed.base_sequence) == (9001, 5, 10)

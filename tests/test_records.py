@@ -18,12 +18,14 @@ from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
 from cproducer.record import compression
-from cproducer.record.record_batch_builder import (
+from cproducer.record.compression import (
     CODEC_GZIP,
     CODEC_LZ4,
     CODEC_NONE,
     CODEC_SNAPPY,
     CODEC_ZSTD,
+)
+from cproducer.record.record_batch_builder import (
     COMPRESSION_RATE_ESTIMATION_FACTOR,
     RECORD_BATCH_OVERHEAD,
     RecordBatchBuilder,

@@ -2,7 +2,7 @@
 client uses decompress the records section (GZIPInputStream, xerial SnappyInputStream, lz4-java
 block by block as Kafka's Lz4BlockInputStream, zstd-jni's ZstdInputStreamNoFinalizer), and the
 records are walked with Kafka's varint rules (``DefaultRecord.readFrom``), header keys decoded
-as Java Strings. (kafka-clients itself is not on this machine; its codec jars come with pyspark.)
+as Java Strings. (kafka-clients itself is not needed: the codec jars come with pyspark.)
 """
 
 from __future__ import annotations

@@ -22,10 +22,8 @@ class FakeBatch:
     def has_sequence(self) -> bool:
         return self.base_sequence != -1
 
-    def reset_producer_state(self, pid: int, epoch: int, seq: int, txn: bool) -> None:
+    def set_producer_state(self, pid: int, epoch: int, seq: int, txn: bool) -> None:
         self.producer_id, self.producer_epoch, self.base_sequence = pid, epoch, seq
-
-    set_producer_state = reset_producer_state
 
 
 def drain(tm: TransactionManager, batch: Any) -> Any:

@@ -8,12 +8,11 @@ for a keyed record, the size bound, and one C-level ``RecordAccumulator.append``
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
-from libc.stdint cimport int32_t
 from posix.time cimport CLOCK_REALTIME, clock_gettime, timespec
 
 from cproducer.producer.internals.record_accumulator cimport RecordAccumulator, RecordAppendResult
 from cproducer.utils.murmur2 cimport murmur2_partition
-from cproducer.utils.byte_utils cimport varint_size
+from cproducer.record.record_batch_builder cimport NO_HEADERS_SIZE, size_upper_bound
 
 
 cdef inline long long _wall_ms() noexcept nogil:
@@ -96,10 +95,7 @@ cdef class FastSend:
             part = partition
         else:
             return self.slow(topic, value, key, headers, partition, timestamp_ms, callback)
-        # Java's estimateSizeInBytesUpperBound: overhead 61 + 21 + headers count + key + value
-        size = 61 + 21 + 1
-        size += 1 if klen < 0 else varint_size(<int32_t>klen) + klen
-        size += 1 if vlen < 0 else varint_size(<int32_t>vlen) + vlen
+        size = size_upper_bound(klen, vlen, NO_HEADERS_SIZE)
         if size > self.max_request_size or size > self.total_memory:
             return self.slow(topic, value, key, headers, partition, timestamp_ms, callback)
         now = _wall_ms() if self.time_ms is None else self.time_ms()

@@ -39,7 +39,10 @@ from cproducer.producer.partitioners import resolve_partitioner
 from cproducer.producer.send_many import append_columns, partitions_of_column, size_upper_bounds
 from cproducer.producer.serializers import as_serialize_fn
 from cproducer.record.compression import codec_id
-from cproducer.record.record_batch_builder import estimate_size_in_bytes_upper_bound
+from cproducer.record.record_batch_builder import (
+    estimate_size_in_bytes_upper_bound,
+    headers_size_in_bytes,
+)
 from cproducer.utils.murmur2 import partition_for_key
 
 log = logging.getLogger("cproducer.producer.kafka_producer")
@@ -385,7 +388,7 @@ class KafkaProducer:
                     f"{partition.shape} of {partition.dtype}"
                 )
         _version, cluster, count = self._wait_on_metadata(topic, fixed_partition, now)
-        hsizes = np.ones(n, dtype=np.int64)
+        hsizes = np.ones(n, dtype=np.int64)  # no headers: the count varint
         if headers is not None:
             if len(headers) != n:
                 raise ValueError(f"headers has {len(headers)} elements, values has {n}")
@@ -396,7 +399,7 @@ class KafkaProducer:
                         _check_headers(h)
                     except errors.SerializationError as exc:
                         raise errors.SerializationError(f"record {i}: {exc}") from None
-                    hsizes[i] = estimate_size_in_bytes_upper_bound(None, None, h) - 84
+                    hsizes[i] = headers_size_in_bytes(h)
         sizes = size_upper_bounds(
             kcol.lengths if kcol is not None else np.full(n, -1, dtype=np.int64),
             vcol.lengths,

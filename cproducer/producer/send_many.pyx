@@ -12,7 +12,6 @@ original order; each run of records that lands in one batch becomes one *segment
 import numpy as np
 
 cimport numpy as cnp
-from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from libc.stdint cimport int32_t, int64_t, uint8_t
 
@@ -22,10 +21,10 @@ from cproducer.producer.internals.record_accumulator cimport (
     RecordAccumulator,
     TopicInfo,
 )
-from cproducer.producer.internals.built_in_partitioner cimport BuiltInPartitioner, StickyPartitionInfo
+from cproducer.producer.internals.built_in_partitioner cimport (BuiltInPartitioner,
+                                                                StickyPartitionInfo)
 from cproducer.utils.murmur2 cimport murmur2_partition
-from cproducer.utils.byte_utils cimport varint_size
-from cproducer.record.record_batch_builder cimport RecordBatchBuilder
+from cproducer.record.record_batch_builder cimport size_upper_bound
 
 cnp.import_array()
 
@@ -123,12 +122,8 @@ def size_upper_bounds(key_lengths, value_lengths, headers_sizes):
     cdef const int64_t[::1] hs = headers_sizes
     cdef Py_ssize_t i, n = vl.shape[0]
     cdef cnp.ndarray[int64_t, ndim=1] out = np.empty(n, dtype=np.int64)
-    cdef int64_t size
     for i in range(n):
-        size = 61 + 21 + hs[i]
-        size += 1 if kl[i] < 0 else varint_size(<int32_t>kl[i]) + kl[i]
-        size += 1 if vl[i] < 0 else varint_size(<int32_t>vl[i]) + vl[i]
-        out[i] = size
+        out[i] = size_upper_bound(kl[i], vl[i], hs[i])
     return out
 
 
@@ -143,7 +138,6 @@ def append_columns(RecordAccumulator acc, str topic, Column values, Column keys,
     cdef StickyPartitionInfo info = None
     cdef PartitionDeque dq = None
     cdef ProducerBatch batch = None
-    cdef RecordBatchBuilder builder
     cdef const int32_t[::1] parts = partitions
     cdef const int64_t[::1] ords
     cdef const int64_t[::1] tss

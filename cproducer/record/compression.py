@@ -15,19 +15,26 @@ Per-batch calls (never per record); the codec libraries release the GIL while th
 
 from __future__ import annotations
 
+import enum
 import struct
 import threading
 import zlib
 from typing import Any, Callable, Dict, Optional
 
-CODEC_NONE, CODEC_GZIP, CODEC_SNAPPY, CODEC_LZ4, CODEC_ZSTD = 0, 1, 2, 3, 4
-NAMES = {
-    CODEC_NONE: "none",
-    CODEC_GZIP: "gzip",
-    CODEC_SNAPPY: "snappy",
-    CODEC_LZ4: "lz4",
-    CODEC_ZSTD: "zstd",
-}
+
+class CompressionType(enum.IntEnum):
+    """Java's CompressionType: the codec id in bits 0-2 of a batch's attributes. The one table
+    of codecs: config values, the builder's checks and the codec functions below key on it."""
+
+    NONE = 0
+    GZIP = 1
+    SNAPPY = 2
+    LZ4 = 3
+    ZSTD = 4
+
+
+CODEC_NONE, CODEC_GZIP, CODEC_SNAPPY, CODEC_LZ4, CODEC_ZSTD = CompressionType
+NAMES = {codec: codec.name.lower() for codec in CompressionType}
 _IDS = {name: cid for cid, name in NAMES.items()}
 
 XERIAL_MAGIC = b"\x82SNAPPY\x00"

@@ -1,11 +1,6 @@
 from typing import Any, List, Optional, Sequence, Tuple, Union
 
 RECORD_BATCH_OVERHEAD: int
-CODEC_NONE: int
-CODEC_GZIP: int
-CODEC_SNAPPY: int
-CODEC_LZ4: int
-CODEC_ZSTD: int
 COMPRESSION_RATE_ESTIMATION_FACTOR: float
 
 # (str key, bytes-like value or None) pairs, as tuples or 2-item lists
@@ -15,6 +10,7 @@ def record_size_in_bytes(
     offset_delta: int, timestamp_delta: int, key: Any, value: Any, headers: Headers = ...
 ) -> int: ...
 def estimate_size_in_bytes_upper_bound(key: Any, value: Any, headers: Headers = ...) -> int: ...
+def headers_size_in_bytes(headers: Headers) -> int: ...
 def set_gil_release_threshold(nbytes: int) -> int: ...
 
 class RecordBatchBuilder:

@@ -72,11 +72,6 @@ cdef Py_ssize_t _nogil_bytes = 32 << 20
 cdef Py_ssize_t MAX_RECORD_BODY = 0x7FFFFFFF - 5
 
 RECORD_BATCH_OVERHEAD = RECORDS_OFFSET
-CODEC_NONE = 0
-CODEC_GZIP = 1
-CODEC_SNAPPY = 2
-CODEC_LZ4 = 3
-CODEC_ZSTD = 4
 COMPRESSION_RATE_ESTIMATION_FACTOR = 1.05
 cdef double _RATE_FACTOR = 1.05  # Java's COMPRESSION_RATE_ESTIMATION_FACTOR
 
@@ -197,12 +192,15 @@ def record_size_in_bytes(int offset_delta, long long timestamp_delta, key, value
 
 def estimate_size_in_bytes_upper_bound(key, value, headers=None):
     """Java's ``AbstractRecords.estimateSizeInBytesUpperBound`` for magic 2: the batch overhead
-    (61) + ``DefaultRecord.recordSizeUpperBound`` (21 + key, value and headers sizes)."""
+    + ``DefaultRecord.recordSizeUpperBound`` (``size_upper_bound`` in the .pxd)."""
     cdef Py_ssize_t klen = _len_of(key, "key"), vlen = _len_of(value, "value")
-    cdef Py_ssize_t size = MAX_RECORD_OVERHEAD + _headers_size(headers)
-    size += 1 if klen < 0 else varint_size(<int32_t>klen) + klen
-    size += 1 if vlen < 0 else varint_size(<int32_t>vlen) + vlen
-    return RECORDS_OFFSET + size
+    return size_upper_bound(klen, vlen, _headers_size(headers))
+
+
+def headers_size_in_bytes(headers):
+    """Bytes ``headers`` take in a record, their count varint included (checks every header:
+    TypeError/ValueError naming the bad one)."""
+    return _headers_size(headers)
 
 
 # ------------------------------------------------------------------ writing
@@ -283,10 +281,11 @@ cdef class RecordBatchBuilder:
                  long long producer_id=-1, int producer_epoch=-1, int base_sequence=-1,
                  bint is_transactional=False, double compression_ratio_estimate=1.0):
         cdef Py_buffer* pb
-        if compression_type < 0 or compression_type > 4:
+        if compression_type not in _compression.NAMES:
             raise ValueError(
-                f"compression_type must be 0 (none), 1 (gzip), 2 (snappy), 3 (lz4) or 4 (zstd), "
-                f"got {compression_type}"
+                "compression_type must be "
+                + ", ".join(f"{int(c)} ({n})" for c, n in _compression.NAMES.items())
+                + f"; got {compression_type}"
             )
         _check_epoch(producer_epoch)
         if not compression_ratio_estimate > 0.0:

@@ -137,7 +137,9 @@ def partitions_for_buffer(values, offsets, int num_partitions, validity=None, Py
                 hi = off32[i + 1]
             if lo < 0 or hi < lo or hi > nbytes:
                 with gil:
-                    raise ValueError(f"offsets[{i}..{i + 1}] = {lo}..{hi} outside the values buffer")
+                    raise ValueError(
+                        f"offsets[{i}..{i + 1}] = {lo}..{hi} outside the values buffer"
+                    )
             out[i] = murmur2_partition(base + lo, <size_t>(hi - lo), n)
     return out
 

@@ -67,6 +67,9 @@ def test_a_failed_node_partitions_move_and_every_record_lands_once(broker: Local
             for i in range(n):
                 p.send(topic, b"%d" % i, key=b"k%d" % (i % 30), callback=callback(i))
                 if i == n // 3:
+                    # node 1 must have served requests before it fails (on a loaded machine
+                    # the first third may still sit in the accumulator)
+                    p.flush(60)
                     vc.fail_node(1)  # partition 1's leader: it moves to node 2
                 if i % 200 == 0:
                     time.sleep(0.005)  # the stream spans the failure

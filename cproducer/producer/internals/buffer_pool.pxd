@@ -1,4 +1,5 @@
-# BufferPool for other extension modules: `from cproducer.producer.internals.buffer_pool cimport BufferPool`
+# BufferPool for other extension modules:
+# `from cproducer.producer.internals.buffer_pool cimport BufferPool`
 # (a typed attribute calls allocate/deallocate without the Python method lookup).
 cimport cython
 from cpython.pythread cimport PyThread_type_lock

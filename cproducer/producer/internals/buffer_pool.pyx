@@ -9,11 +9,12 @@ the longest waiting thread until it has what it asked for (so a large request ca
 ``BufferExhaustedError``. ``close()`` wakes every waiter, which raises ``ProducerClosedError``.
 
 Locking: one native mutex (pthread / SRWLOCK; taken without releasing the GIL when it is free,
-with the GIL released when it is not), and one native binary semaphore per waiter (Java's per-waiter ``Condition``). No
-Python object that the garbage collector tracks is created while the mutex is held, and no error
-is raised under it, so a finalizer can never run (and re-enter the pool) while we hold it. The free
-list is a C array of references that never shrinks: a pooled buffer goes round without any
-allocation (allocate + deallocate: ~20 ns through the .pxd, ~55 ns from Python).
+with the GIL released when it is not), and one native binary semaphore per waiter (Java's
+per-waiter ``Condition``). No Python object that the garbage collector tracks is created while
+the mutex is held, and no error is raised under it, so a finalizer can never run (and re-enter
+the pool) while we hold it. The free list is a C array of references that never shrinks: a pooled
+buffer goes round without any allocation (allocate + deallocate: ~20 ns through the .pxd, ~55 ns
+from Python).
 
 Buffers are handed out uninitialised (their content is whatever was there before).
 """
@@ -24,7 +25,7 @@ cimport cython
 from cpython.bytearray cimport PyByteArray_FromStringAndSize, PyByteArray_GET_SIZE
 from cpython.exc cimport PyErr_CheckSignals
 from cpython.list cimport PyList_GET_SIZE
-from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
+from cpython.mem cimport PyMem_Free, PyMem_Realloc
 from cpython.ref cimport Py_INCREF, Py_XDECREF, PyObject
 from cpython.pythread cimport (
     NOWAIT_LOCK,
@@ -39,8 +40,8 @@ from cpython.pythread cimport (
     PyThread_type_lock,
 )
 
-from cproducer.utils.native_mutex cimport (cp_mutex, cp_mutex_acquire, cp_mutex_free, cp_mutex_new,
-                                      cp_mutex_unlock)
+from cproducer.utils.native_mutex cimport (cp_mutex, cp_mutex_acquire, cp_mutex_free,
+                                           cp_mutex_new, cp_mutex_unlock)
 
 from cproducer.errors import BufferExhaustedError, ProducerClosedError
 
@@ -48,7 +49,6 @@ from cproducer.errors import BufferExhaustedError, ProducerClosedError
 cdef extern from "pythread.h":
     PyLockStatus PyThread_acquire_lock_timed(PyThread_type_lock lock, long long microseconds,
                                              int intr_flag) nogil
-
 
 
 # one native wait lasts at most this long; the deadline is then checked again (no overflow for

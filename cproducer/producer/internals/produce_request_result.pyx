@@ -16,7 +16,6 @@ from cproducer.cluster import TopicPartition
 from cproducer.errors import IllegalStateError, KafkaTimeoutError
 
 
-
 @cython.no_gc
 @cython.freelist(64)
 cdef class RecordMetadata:

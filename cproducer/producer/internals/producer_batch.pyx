@@ -11,8 +11,6 @@ and send_many segment follow it.
 
 import logging
 
-cimport cython
-
 from cpython.mem cimport PyMem_Free, PyMem_Realloc
 from libc.string cimport memmove
 
@@ -252,11 +250,9 @@ cdef class ProducerBatch:
 
     def set_producer_state(self, long long producer_id, int epoch, int base_sequence,
                            bint is_transactional):
-        self.builder.set_producer_state(producer_id, epoch, base_sequence, is_transactional)
-
-    def reset_producer_state(self, long long producer_id, int epoch, int base_sequence,
-                             bint is_transactional):
-        """Java's resetProducerState (also after close: header and CRC rewritten)."""
+        """Java's setProducerState and resetProducerState in one: before close() it goes into
+        the header close() writes; after close() the header and the CRC are rewritten in place
+        (a batch re-sequenced for a new producer epoch)."""
         self.builder.set_producer_state(producer_id, epoch, base_sequence, is_transactional)
 
     def has_sequence(self):
@@ -334,7 +330,6 @@ cdef class ProducerBatch:
         original creation time, consecutive sequences when this batch had one). Every record's
         future, callbacks and send_many segment move to its new batch; this batch ends SPLIT."""
         cdef ProducerBatch nb = None
-        cdef FutureRecordMetadata fut
         cdef int rel, new_rel
         cdef Py_ssize_t i
         if split_batch_size <= 0:
@@ -412,4 +407,3 @@ cdef void _run_callback(object fn, object md, object exc):
         fn(md, exc)
     except Exception:
         log.exception("error in a record's completion callback")
-

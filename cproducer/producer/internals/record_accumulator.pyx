@@ -20,7 +20,7 @@ import numpy as np
 cimport cython
 
 from libc.limits cimport LLONG_MAX
-from libc.stdint cimport int32_t, int64_t
+from libc.stdint cimport int32_t
 
 from cproducer.producer.internals.built_in_partitioner cimport (BuiltInPartitioner,
                                                                 StickyPartitionInfo)
@@ -34,13 +34,12 @@ from cproducer.record.record_batch_builder cimport RECORDS_OFFSET, RecordBatchBu
 from cproducer.utils.fast_lock cimport FastLock
 
 from cproducer.cluster import TopicPartition
+from cproducer.record import compression
 from cproducer.record.record_batch_builder import estimate_size_in_bytes_upper_bound
 from cproducer.errors import (
     IllegalStateError,
     KafkaError,
-    KafkaTimeoutError,
     ProducerClosedError,
-    RecordTooLargeError,
 )
 log = logging.getLogger("cproducer.accumulator")
 
@@ -79,8 +78,6 @@ class ReadyCheckResult:
         self.ready_nodes = ready_nodes
         self.next_ready_check_delay_ms = next_ready_check_delay_ms
         self.unknown_leader_topics = unknown_leader_topics
-
-
 
 
 cdef class PartitionDeque:
@@ -150,8 +147,11 @@ cdef class RecordAccumulator:
                  random=None):
         if batch_size <= 0:
             raise ValueError(f"batch_size must be > 0, got {batch_size}")
-        if compression_type < 0 or compression_type > 4:
-            raise ValueError(f"compression_type must be 0..4, got {compression_type}")
+        if compression_type not in compression.NAMES:
+            raise ValueError(
+                f"compression_type must be one of {sorted(compression.NAMES)}, "
+                f"got {compression_type}"
+            )
         for name, v in (("linger_ms", linger_ms), ("retry_backoff_ms", retry_backoff_ms),
                         ("retry_backoff_max_ms", retry_backoff_max_ms),
                         ("delivery_timeout_ms", delivery_timeout_ms),
@@ -618,7 +618,7 @@ cdef class RecordAccumulator:
         exp = min(<double>max(attempts, 0), exp_max)
         term = initial * RETRY_BACKOFF_EXP_BASE ** exp
         value = <long long>(term * self._jitter.uniform(1 - RETRY_BACKOFF_JITTER,
-                                                         1 + RETRY_BACKOFF_JITTER))
+                                                        1 + RETRY_BACKOFF_JITTER))
         return min(value, self.retry_backoff_max_ms)
 
     def retry_backoff(self, int attempts):

@@ -316,7 +316,7 @@ class TransactionManager:
         pid, epoch = self._pid_epoch
         seq = 0
         for batch in entry.in_flight:
-            batch.reset_producer_state(pid, epoch, seq, self.is_transactional())
+            batch.set_producer_state(pid, epoch, seq, self.is_transactional())
             seq += int(batch.record_count)
         entry.producer_id_and_epoch = self._pid_epoch
         entry.next_sequence = seq
@@ -365,7 +365,7 @@ class TransactionManager:
         pid, epoch = entry.producer_id_and_epoch
         for other in entry.in_flight:
             if other.base_sequence > batch.base_sequence:
-                other.reset_producer_state(
+                other.set_producer_state(
                     pid, epoch, other.base_sequence - count, self.is_transactional()
                 )
 
