@@ -89,6 +89,26 @@ def _acks(name: str, value: Any) -> int:
 _CODECS = tuple(compression.NAMES.values())
 
 
+def _level(codec: int) -> Callable[[str, Any], int]:
+    """KIP-390: the codec's default, or a level in its range (Java's *Compression.MIN/MAX_LEVEL)."""
+    lo, hi = compression.LEVEL_RANGES[codec]
+    default = compression.DEFAULT_LEVELS[codec]
+    in_range = _int(lo, hi)
+
+    def check(name: str, value: Any) -> int:
+        if value == default and not isinstance(value, bool):
+            return int(value)
+        try:
+            return in_range(name, value)
+        except ConfigError:
+            raise ConfigError(
+                f"{name}: expected {default} (the default) or an integer in [{lo}, {hi}], "
+                f"got {value!r}"
+            ) from None
+
+    return check
+
+
 def _compression(name: str, value: Any) -> str:
     if value is None:
         return "none"
@@ -151,9 +171,24 @@ _DEFS: Tuple[ConfigDef, ...] = (
     ConfigDef("client.id", "", _optional_str, "id sent with every request"),
     ConfigDef("acks", "all", _acks, "all/-1, 0 or 1"),
     ConfigDef("compression.type", "none", _compression, "codec of the records sections"),
-    ConfigDef("compression.gzip.level", -1, _int(-1, 9), "gzip level (-1 = default)"),
-    ConfigDef("compression.lz4.level", 9, _int(1, 17), "lz4 level"),
-    ConfigDef("compression.zstd.level", 3, _int(-131072, 22), "zstd level"),
+    ConfigDef(
+        "compression.gzip.level",
+        compression.DEFAULT_LEVELS[compression.CODEC_GZIP],
+        _level(compression.CODEC_GZIP),
+        "gzip level, 1-9 (-1 = zlib's default, 6)",
+    ),
+    ConfigDef(
+        "compression.lz4.level",
+        compression.DEFAULT_LEVELS[compression.CODEC_LZ4],
+        _level(compression.CODEC_LZ4),
+        "lz4 level, 1-17 (9, the default, is lz4's fast compressor; others its HC mode)",
+    ),
+    ConfigDef(
+        "compression.zstd.level",
+        compression.DEFAULT_LEVELS[compression.CODEC_ZSTD],
+        _level(compression.CODEC_ZSTD),
+        "zstd level",
+    ),
     ConfigDef("batch.size", 16384, _int(0, _INT32_MAX), "bytes per batch"),
     ConfigDef("linger.ms", 5, _int(0, _INT32_MAX), "wait this long for more records"),
     ConfigDef("buffer.memory", 33554432, _int(0, _INT64_MAX), "bytes for batches"),

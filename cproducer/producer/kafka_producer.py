@@ -38,6 +38,7 @@ from cproducer.producer.internals.transaction_manager import (
 from cproducer.producer.partitioners import resolve_partitioner
 from cproducer.producer.send_many import append_columns, partitions_of_column, size_upper_bounds
 from cproducer.producer.serializers import as_serialize_fn
+from cproducer.record import compression
 from cproducer.record.compression import codec_id
 from cproducer.record.record_batch_builder import (
     estimate_size_in_bytes_upper_bound,
@@ -136,9 +137,10 @@ class KafkaProducer:
             else None
         )
         self._transactional = cfg["transactional.id"] is not None
+        codec = codec_id(cfg["compression.type"])
         self._accumulator = RecordAccumulator(
             cfg["batch.size"],
-            codec_id(cfg["compression.type"]),
+            codec,
             cfg["linger.ms"],
             cfg["retry.backoff.ms"],
             cfg["retry.backoff.max.ms"],
@@ -149,6 +151,12 @@ class KafkaProducer:
             ],
             partitioner_availability_timeout_ms=cfg["partitioner.availability.timeout.ms"],
             transaction_manager=self._transaction_manager,
+            # KIP-390: the level of the codec in use (compression.<codec>.level)
+            compression_level=(
+                cfg[f"compression.{compression.NAMES[codec]}.level"]
+                if codec in compression.DEFAULT_LEVELS
+                else None
+            ),
         )
         client_kwargs: Dict[str, Any] = {}
         if "socket_factory" in cfg.hooks:

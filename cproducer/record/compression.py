@@ -19,7 +19,7 @@ import enum
 import struct
 import threading
 import zlib
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional, Tuple
 
 
 class CompressionType(enum.IntEnum):
@@ -34,7 +34,16 @@ class CompressionType(enum.IntEnum):
 
 
 CODEC_NONE, CODEC_GZIP, CODEC_SNAPPY, CODEC_LZ4, CODEC_ZSTD = CompressionType
-NAMES = {codec: codec.name.lower() for codec in CompressionType}
+NAMES: Dict[int, str] = {codec: codec.name.lower() for codec in CompressionType}
+
+# KIP-390 levels (Java's GzipCompression, Lz4Compression, ZstdCompression): the default, and the
+# range ``compression.<codec>.level`` accepts. gzip's -1 is zlib's default (6).
+DEFAULT_LEVELS: Dict[int, int] = {CODEC_GZIP: -1, CODEC_LZ4: 9, CODEC_ZSTD: 3}
+LEVEL_RANGES: Dict[int, Tuple[int, int]] = {
+    CODEC_GZIP: (1, 9),
+    CODEC_LZ4: (1, 17),
+    CODEC_ZSTD: (-131072, 22),
+}
 _IDS = {name: cid for cid, name in NAMES.items()}
 
 XERIAL_MAGIC = b"\x82SNAPPY\x00"
@@ -85,7 +94,7 @@ def _lz4() -> Any:
 # ------------------------------------------------------------------ compress
 
 
-def _gzip_compress(data: Any, level: int = -1) -> bytes:
+def _gzip_compress(data: Any, level: int = DEFAULT_LEVELS[CODEC_GZIP]) -> bytes:
     c = zlib.compressobj(level if level >= 0 else zlib.Z_DEFAULT_COMPRESSION, zlib.DEFLATED, 31)
     return c.compress(data) + c.flush()
 
@@ -101,11 +110,14 @@ def _snappy_compress(data: Any, level: int = -1) -> bytes:
     return b"".join(parts)
 
 
-def _lz4_compress(data: Any, level: int = -1) -> bytes:
+def _lz4_compress(data: Any, level: int = DEFAULT_LEVELS[CODEC_LZ4]) -> bytes:
     frame = _lz4()
+    # as Java's Lz4BlockOutputStream: the default level is lz4's fast compressor, any other level
+    # the high-compression one at that level (lz4 caps it at its own maximum)
+    hc_level = 0 if level == DEFAULT_LEVELS[CODEC_LZ4] else min(level, frame.COMPRESSIONLEVEL_MAX)
     return frame.compress(
         data,
-        compression_level=max(level, 0),
+        compression_level=hc_level,
         block_size=frame.BLOCKSIZE_MAX64KB,
         block_linked=False,
         content_checksum=False,
@@ -118,7 +130,7 @@ def _lz4_compress(data: Any, level: int = -1) -> bytes:
 _zstd_local = threading.local()
 
 
-def _zstd_compress(data: Any, level: int = 3) -> bytes:
+def _zstd_compress(data: Any, level: int = DEFAULT_LEVELS[CODEC_ZSTD]) -> bytes:
     cache: Optional[Dict[int, Any]] = getattr(_zstd_local, "compressors", None)
     if cache is None:
         cache = _zstd_local.compressors = {}
@@ -138,12 +150,13 @@ _COMPRESS: Dict[int, Callable[..., bytes]] = {
 
 
 def compress(codec: int, data: Any, level: Optional[int] = None) -> bytes:
-    """Compress a records section with the codec of attribute code ``codec``."""
+    """Compress a records section with the codec of attribute code ``codec``, at ``level``
+    (None: the codec's default; snappy has no levels)."""
     try:
         fn = _COMPRESS[codec]
     except KeyError:
         raise ValueError(f"unknown compression codec {codec}; expected 1..4") from None
-    return fn(data) if level is None else fn(data, level)
+    return fn(data) if level is None or codec == CODEC_SNAPPY else fn(data, level)
 
 
 def check_available(codec: int) -> None:

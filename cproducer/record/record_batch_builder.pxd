@@ -65,6 +65,7 @@ cdef class RecordBatchBuilder:
     cdef object _out
     cdef Py_ssize_t _size
     cdef double _ratio
+    cdef object _level
 
     cdef Py_ssize_t _estimated(self, Py_ssize_t uncompressed) noexcept
     cdef void _grow(self, Py_ssize_t needed) except *

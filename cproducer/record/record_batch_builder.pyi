@@ -24,6 +24,7 @@ class RecordBatchBuilder:
         base_sequence: int = ...,
         is_transactional: bool = ...,
         compression_ratio_estimate: float = ...,
+        compression_level: Optional[int] = ...,
     ) -> None: ...
     def try_append(self, timestamp: int, key: Any, value: Any, headers: Headers = ...) -> int: ...
     def has_room_for(

@@ -279,7 +279,8 @@ cdef class RecordBatchBuilder:
 
     def __init__(self, buffer, int compression_type=0, Py_ssize_t write_limit=-1,
                  long long producer_id=-1, int producer_epoch=-1, int base_sequence=-1,
-                 bint is_transactional=False, double compression_ratio_estimate=1.0):
+                 bint is_transactional=False, double compression_ratio_estimate=1.0,
+                 compression_level=None):
         cdef Py_buffer* pb
         if compression_type not in _compression.NAMES:
             raise ValueError(
@@ -329,6 +330,7 @@ cdef class RecordBatchBuilder:
         self._out = None
         self._size = 0
         self._ratio = compression_ratio_estimate
+        self._level = compression_level  # None: the codec's default (KIP-390)
 
     cdef void _grow(self, Py_ssize_t needed) except *:
         cdef Py_ssize_t capacity = max(needed, 2 * self._capacity)
@@ -516,7 +518,7 @@ cdef class RecordBatchBuilder:
         if self._codec != 0 and self._count > 0:
             raw = self._mv[RECORDS_OFFSET:self._pos]
             try:
-                compressed = _compression.compress(self._codec, raw)
+                compressed = _compression.compress(self._codec, raw, self._level)
             finally:
                 raw.release()
             PyObject_GetBuffer(compressed, &cb, PyBUF_SIMPLE)

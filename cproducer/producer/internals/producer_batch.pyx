@@ -356,7 +356,8 @@ cdef class ProducerBatch:
                         close_for_record_appends(nb.builder)
                     size = max(split_batch_size,
                                estimate_size_in_bytes_upper_bound(key, value, headers))
-                    builder = RecordBatchBuilder(bytearray(size), self.builder._codec, size)
+                    builder = RecordBatchBuilder(bytearray(size), self.builder._codec, size,
+                                                 compression_level=self.builder._level)
                     nb = ProducerBatch(self.topic_partition, builder, self.created_ms, True)
                     batches.append(nb)
                     new_rel = nb.builder.try_append(ts, key, value, headers)

@@ -36,6 +36,7 @@ cdef class TopicInfo:
 cdef class RecordAccumulator:
     cdef readonly int batch_size
     cdef readonly int compression_type
+    cdef readonly object compression_level
     cdef readonly long long linger_ms
     cdef readonly long long retry_backoff_ms
     cdef readonly long long retry_backoff_max_ms

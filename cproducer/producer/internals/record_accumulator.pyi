@@ -55,6 +55,7 @@ class TopicInfo:
 class RecordAccumulator:
     batch_size: int
     compression_type: int
+    compression_level: Optional[int]
     linger_ms: int
     retry_backoff_ms: int
     retry_backoff_max_ms: int
@@ -83,6 +84,7 @@ class RecordAccumulator:
         partitioner_availability_timeout_ms: int = ...,
         transaction_manager: Any = ...,
         random: Optional[Callable[[], int]] = ...,
+        compression_level: Optional[int] = ...,
     ) -> None: ...
     def append(
         self,

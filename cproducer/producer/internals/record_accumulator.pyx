@@ -144,7 +144,7 @@ cdef class RecordAccumulator:
                  long long delivery_timeout_ms, buffer_pool,
                  bint partitioner_adaptive_partitioning_enable=True,
                  long long partitioner_availability_timeout_ms=0, transaction_manager=None,
-                 random=None):
+                 random=None, compression_level=None):
         if batch_size <= 0:
             raise ValueError(f"batch_size must be > 0, got {batch_size}")
         if compression_type not in compression.NAMES:
@@ -168,6 +168,7 @@ cdef class RecordAccumulator:
             raise TypeError(f"random must be callable or None, got {type(random).__name__}")
         self.batch_size = batch_size
         self.compression_type = compression_type
+        self.compression_level = compression_level
         self.linger_ms = linger_ms
         self.retry_backoff_ms = retry_backoff_ms
         self.retry_backoff_max_ms = retry_backoff_max_ms
@@ -336,7 +337,7 @@ cdef class RecordAccumulator:
     cdef ProducerBatch _make_batch(self, PartitionDeque dq, buffer, long long now):
         cdef TopicInfo ti = self._topic_info(dq.tp[0])
         builder = RecordBatchBuilder(buffer, self.compression_type, self.batch_size, -1, -1, -1,
-                                     False, ti.compression_ratio)
+                                     False, ti.compression_ratio, self.compression_level)
         cdef ProducerBatch batch = ProducerBatch(dq.tp, builder, now)
         batch.pooled_buffer = buffer
         return batch
