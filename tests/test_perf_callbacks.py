@@ -8,6 +8,7 @@ import time
 from typing import Any, List
 
 from cproducer import errors, perf
+from cproducer.cluster import TopicPartition
 from cproducer.producer.internals.produce_request_result import RecordMetadata
 
 
@@ -24,7 +25,8 @@ class InstantProducer:
             callback(None, errors.RecordTooLargeError(f"record {n} refused"))
         else:
             ts = int(time.time() * 1000) - 40
-            callback(RecordMetadata(topic, 0, n, ts, -1, len(value)), None)
+            tp = TopicPartition(topic, 0)
+            callback(RecordMetadata(topic, 0, tp, n, ts, None, -1, len(value), -1), None)
 
 
 def test_shared_callback_latency_from_timestamp_and_failures_reported(capsys: Any) -> None:

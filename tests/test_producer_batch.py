@@ -71,32 +71,47 @@ class Recorder:
 # ---------------------------------------------------------------- RecordMetadata
 
 
-def test_record_metadata_fields_repr_equality_pickle() -> None:
-    md = RecordMetadata("t", 2, 40, 1234, 3, 7)
-    assert (md.topic, md.partition, md.offset, md.timestamp) == ("t", 2, 40, 1234)
-    assert (md.serialized_key_size, md.serialized_value_size) == (3, 7)
-    assert md.topic_partition == TopicPartition("t", 2)
+def test_record_metadata_is_kafka_pythons_namedtuple() -> None:
+    from kafka.producer.future import RecordMetadata as KafkaPythonRecordMetadata
+
+    assert RecordMetadata._fields == KafkaPythonRecordMetadata._fields
+    tp = TopicPartition("t", 2)
+    args = ("t", 2, tp, 40, 1234, None, 3, 7, -1)
+    md, theirs = RecordMetadata(*args), KafkaPythonRecordMetadata(*args)
+    assert isinstance(md, tuple) and md == theirs and tuple(md) == args
+    assert repr(md) == repr(theirs)
     assert md.has_offset() and md.has_timestamp()
-    assert not RecordMetadata("t", 0, -1, -1).has_offset()
-    assert repr(md) == (
-        "RecordMetadata(topic='t', partition=2, "
-        "topic_partition=TopicPartition(topic='t', partition=2), offset=40, timestamp=1234, "
-        "serialized_key_size=3, serialized_value_size=7)"
-    )
-    assert md == RecordMetadata("t", 2, 40, 1234, 3, 7)
-    assert md != RecordMetadata("t", 2, 41, 1234, 3, 7)
-    assert hash(md) == hash(RecordMetadata("t", 2, 40, 1234, 3, 7))
+    assert not RecordMetadata("t", 0, tp, -1, -1, None, -1, -1, -1).has_offset()
     assert pickle.loads(pickle.dumps(md)) == md
-
-
-def test_record_metadata_is_immutable_and_checks_types() -> None:
-    md = RecordMetadata("t", 0, 1, 2)
     with pytest.raises(AttributeError):
         md.offset = 5  # type: ignore[misc]
-    with pytest.raises(TypeError):
-        RecordMetadata(b"t", 0, 1, 2)  # type: ignore[arg-type]
-    with pytest.raises(TypeError):
-        RecordMetadata("t", "0", 1, 2)  # type: ignore[arg-type]
+
+
+def test_record_metadata_made_by_a_batch_completion() -> None:
+    """The batch builds RecordMetadata tuples in C: they must be real, complete, collectable."""
+    import gc
+    import sys
+
+    seen: list = []
+    type_refs = sys.getrefcount(RecordMetadata)
+    for _round in range(3):
+        b = new_batch(size=1 << 20)
+        for i in range(1000):
+            headers = [("h", b"xy")] if i == 0 else None
+            append(
+                b, b"v" * i, b"k" if i else None, 1000 + i, lambda md, exc: seen.append(md), headers
+            )
+        b.complete(500, -1)
+    first = seen[0]
+    assert type(first) is RecordMetadata and isinstance(first, tuple)
+    assert first == ("topic", 3, TP, 500, 1000, None, -1, 0, 3)
+    assert first._asdict()["serialized_header_size"] == 3  # "h" + b"xy"
+    assert seen[1].serialized_header_size == -1 and seen[1].offset == 501
+    assert seen[1].serialized_key_size == 1 and seen[1].timestamp == 1001
+    assert pickle.loads(pickle.dumps(seen[5])) == seen[5]
+    del seen[:], first
+    gc.collect()
+    assert sys.getrefcount(RecordMetadata) == type_refs  # each tuple gave its type back
 
 
 # ---------------------------------------------------------------- ProduceRequestResult
@@ -216,32 +231,63 @@ def test_future_get_is_woken_by_another_thread() -> None:
     assert out == [42]
 
 
-def test_add_callback_errback_both() -> None:
+class _KafkaPythonFutures:
+    """kafka-python's own Future, completed by hand: the reference for the callback order."""
+
+    def __init__(self) -> None:
+        from kafka.future import Future
+
+        self.ok, self.bad = Future(), Future()
+
+    def complete(self) -> None:
+        from kafka.errors import NotEnoughReplicasError as KafkaPythonNotEnoughReplicas
+
+        self.ok.success(RecordMetadata("topic", 3, TP, 10, 1000, None, -1, 1, -1))
+        self.bad.failure(KafkaPythonNotEnoughReplicas("n"))
+
+
+class _OurFutures:
+    def __init__(self) -> None:
+        self._ok, self._bad = new_batch(), new_batch()
+        self.ok, self.bad = append(self._ok), append(self._bad)
+
+    def complete(self) -> None:
+        self._ok.complete(10, -1)
+        self._bad.complete_exceptionally(NotEnoughReplicasError("n"))
+
+
+@pytest.mark.parametrize("futures", [_OurFutures, _KafkaPythonFutures])
+def test_add_callback_errback_both_as_kafka_python(futures: Any) -> None:
+    """kafka-python's order: fn(*args, value, **kwargs); the same test runs on kafka-python's."""
     calls: List[Any] = []
-    ok, bad = new_batch(), new_batch()
-    f_ok = append(ok)
-    f_bad = append(bad)
-    for f in (f_ok, f_bad):
-        f.add_callback(lambda md, tag: calls.append(("cb", tag, md.offset)), "x")
-        f.add_errback(lambda exc, tag: calls.append(("eb", tag, type(exc).__name__)), "y")
-        f.add_both(lambda res, tag: calls.append(("both", tag, type(res).__name__)), "z")
+    fs = futures()
+    for f in (fs.ok, fs.bad):
+        f.add_callback(lambda tag, md: calls.append(("cb", tag, md.offset)), "x")
+        f.add_errback(lambda tag, exc: calls.append(("eb", tag, type(exc).__name__)), "y")
+        f.add_both(
+            lambda tag, res, k=None: calls.append(("both", tag, k, type(res).__name__)), "z", k=1
+        )
     assert calls == []
-    ok.complete(10, -1)
-    bad.complete_exceptionally(NotEnoughReplicasError("n"))
+    fs.complete()
     assert calls == [
         ("cb", "x", 10),
-        ("both", "z", "RecordMetadata"),
+        ("both", "z", 1, "RecordMetadata"),
         ("eb", "y", "NotEnoughReplicasError"),
-        ("both", "z", "NotEnoughReplicasError"),
+        ("both", "z", 1, "NotEnoughReplicasError"),
     ]
+    assert not fs.ok.retriable() and fs.bad.retriable()  # NOT_ENOUGH_REPLICAS is retriable
     # already done: called at once
     calls.clear()
-    f_ok.add_callback(lambda md: calls.append(md.offset))
-    f_ok.add_errback(lambda exc: calls.append("never"))
-    f_bad.add_errback(lambda exc: calls.append(str(exc)))
-    assert calls == [10, "[Error 19] NotEnoughReplicasError: n"]
+    fs.ok.add_callback(lambda md: calls.append(md.offset))
+    fs.ok.add_errback(lambda exc: calls.append("never"))
+    fs.bad.add_errback(lambda exc: calls.append(type(exc).__name__))
+    assert calls == [10, "NotEnoughReplicasError"]
+
+
+def test_add_callback_refuses_a_non_callable() -> None:
+    f = append(new_batch())
     with pytest.raises(TypeError, match="fn must be callable"):
-        f_ok.add_callback(None)  # type: ignore[arg-type]
+        f.add_callback(None)  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------- ProducerBatch

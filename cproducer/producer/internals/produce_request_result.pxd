@@ -3,19 +3,6 @@
 cimport cython
 
 
-@cython.no_gc
-@cython.freelist(64)
-cdef class RecordMetadata:
-    cdef readonly str topic
-    cdef readonly int partition
-    cdef readonly long long offset
-    cdef readonly long long timestamp
-    cdef readonly int serialized_key_size
-    cdef readonly int serialized_value_size
-
-    cdef tuple _key(self)
-
-
 cdef class ProduceRequestResult:
     cdef readonly object topic_partition
     cdef readonly long long base_offset
@@ -41,29 +28,24 @@ cdef class FutureRecordMetadata:
     cdef long long _create_ts
     cdef int _key_size
     cdef int _value_size
+    cdef int _header_size
 
     cdef void _follow(self) except *
-    cdef RecordMetadata _metadata(self)
+    cdef object _metadata(self)
     cdef object _error(self)
 
 
-cdef inline RecordMetadata new_record_metadata(str topic, int partition, long long base_offset,
-                                               long long log_append_time, int rel,
-                                               long long create_ts, int key_size,
-                                               int value_size):
-    # where record ``rel`` of a batch landed (offset -1 without one, as with acks=0)
-    cdef RecordMetadata md = RecordMetadata.__new__(RecordMetadata)
-    md.topic = topic
-    md.partition = partition
-    md.offset = -1 if base_offset < 0 else base_offset + rel
-    md.timestamp = log_append_time if log_append_time != -1 else create_ts
-    md.serialized_key_size = key_size
-    md.serialized_value_size = value_size
-    return md
+# A RecordMetadata (kafka-python's namedtuple) for record ``rel`` of a batch: offset -1 without
+# one (acks=0), the log-append time when the broker gave one, else the record's own timestamp.
+cdef object new_record_metadata(str topic, int partition, object topic_partition,
+                                long long base_offset, long long log_append_time, int rel,
+                                long long create_ts, int key_size, int value_size,
+                                int header_size)
 
 
 cdef inline FutureRecordMetadata new_future(object batch, ProduceRequestResult result, int rel,
-                                            long long create_ts, int key_size, int value_size):
+                                            long long create_ts, int key_size, int value_size,
+                                            int header_size):
     cdef FutureRecordMetadata f = FutureRecordMetadata.__new__(FutureRecordMetadata)
     f._batch = batch
     f._result = result
@@ -71,4 +53,5 @@ cdef inline FutureRecordMetadata new_future(object batch, ProduceRequestResult r
     f._create_ts = create_ts
     f._key_size = key_size
     f._value_size = value_size
+    f._header_size = header_size
     return f

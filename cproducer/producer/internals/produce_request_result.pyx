@@ -9,30 +9,43 @@ register callbacks and to follow the record when the batch is split.
 
 import threading
 import time
+from collections import namedtuple
+from functools import partial
 
 cimport cython
 
-from cproducer.cluster import TopicPartition
+from cpython.object cimport PyObject, PyTypeObject
+from cpython.ref cimport Py_INCREF
+from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
+
+
+cdef extern from "Python.h":
+    void Py_SET_TYPE(PyObject* ob, PyTypeObject* tp)
+
 from cproducer.errors import IllegalStateError, KafkaTimeoutError
 
 
-@cython.no_gc
-@cython.freelist(64)
-cdef class RecordMetadata:
-    """Where a record landed: immutable (Java's RecordMetadata; repr as kafka-python's)."""
+class RecordMetadata(
+    namedtuple(
+        "RecordMetadata",
+        [
+            "topic",
+            "partition",
+            "topic_partition",
+            "offset",
+            "timestamp",
+            "checksum",
+            "serialized_key_size",
+            "serialized_value_size",
+            "serialized_header_size",
+        ],
+    )
+):
+    """Where a record landed: kafka-python's namedtuple, field for field (``checksum`` is always
+    None: RecordBatch v2 has no per-record CRC; the sizes are -1 for a null key or value, or no
+    headers), plus Java's ``has_offset()``/``has_timestamp()``."""
 
-    def __init__(self, str topic, int partition, long long offset, long long timestamp,
-                 int serialized_key_size=-1, int serialized_value_size=-1):
-        self.topic = topic
-        self.partition = partition
-        self.offset = offset
-        self.timestamp = timestamp
-        self.serialized_key_size = serialized_key_size
-        self.serialized_value_size = serialized_value_size
-
-    @property
-    def topic_partition(self):
-        return TopicPartition(self.topic, self.partition)
+    __slots__ = ()
 
     def has_offset(self):
         """False when the broker gave no offset (acks=0)."""
@@ -41,27 +54,40 @@ cdef class RecordMetadata:
     def has_timestamp(self):
         return self.timestamp != -1
 
-    cdef tuple _key(self):
-        return (self.topic, self.partition, self.offset, self.timestamp,
-                self.serialized_key_size, self.serialized_value_size)
 
-    def __eq__(self, other):
-        if not isinstance(other, RecordMetadata):
-            return NotImplemented
-        return self._key() == (<RecordMetadata>other)._key()
+# new_record_metadata builds the tuple in C and gives it RecordMetadata's type: one allocation
+# from the tuple free list, no Python call (a completion callback runs per record, and
+# RecordMetadata._make costs ~5x as much). That is sound only while RecordMetadata adds no
+# storage to tuple (``__slots__ = ()``): checked here, once.
+if RecordMetadata.__basicsize__ != tuple.__basicsize__ or RecordMetadata.__itemsize__ != \
+        tuple.__itemsize__:
+    raise ImportError("RecordMetadata must keep tuple's layout (__slots__ = ())")
+cdef PyTypeObject* _RECORD_METADATA_TYPE = <PyTypeObject*>RecordMetadata
 
-    def __hash__(self):
-        return hash(self._key())
 
-    def __reduce__(self):
-        return (RecordMetadata, self._key())
+cdef inline void _set_item(object tup, Py_ssize_t i, object value):
+    Py_INCREF(value)  # PyTuple_SET_ITEM steals a reference
+    PyTuple_SET_ITEM(tup, i, value)
 
-    def __repr__(self):
-        return (f"RecordMetadata(topic={self.topic!r}, partition={self.partition}, "
-                f"topic_partition={self.topic_partition!r}, "
-                f"offset={self.offset}, timestamp={self.timestamp}, "
-                f"serialized_key_size={self.serialized_key_size}, "
-                f"serialized_value_size={self.serialized_value_size})")
+
+cdef object new_record_metadata(str topic, int partition, object topic_partition,
+                                long long base_offset, long long log_append_time, int rel,
+                                long long create_ts, int key_size, int value_size,
+                                int header_size):
+    cdef object md = PyTuple_New(9)
+    _set_item(md, 0, topic)
+    _set_item(md, 1, partition)
+    _set_item(md, 2, topic_partition)
+    _set_item(md, 3, -1 if base_offset < 0 else base_offset + rel)
+    _set_item(md, 4, log_append_time if log_append_time != -1 else create_ts)
+    _set_item(md, 5, None)
+    _set_item(md, 6, key_size)
+    _set_item(md, 7, value_size)
+    _set_item(md, 8, header_size)
+    # a heap type is owned by its instances: the reference subtype_dealloc gives back
+    Py_INCREF(RecordMetadata)
+    Py_SET_TYPE(<PyObject*>md, _RECORD_METADATA_TYPE)
+    return md
 
 
 _event_lock = threading.Lock()
@@ -148,14 +174,21 @@ cdef class ProduceRequestResult:
         return self._error
 
 
+cdef object _bind(object fn, tuple args, dict kwargs):
+    # kafka-python's callbacks take the extra arguments first: functools.partial(fn, *args)
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    return partial(fn, *args, **kwargs) if args or kwargs else fn
+
+
 @cython.no_gc
 @cython.freelist(64)
 cdef class FutureRecordMetadata:
     """One record's future: a reference into its batch's result, no heavyweight future.
 
-    kafka-python's API: ``get``, ``is_done``, ``succeeded``, ``failed``, ``exception``, ``value``,
-    ``add_callback(fn, *args)`` (``fn(metadata, *args)``), ``add_errback(fn, *args)``
-    (``fn(exception, *args)``)."""
+    kafka-python's API: ``get``, ``is_done``, ``succeeded``, ``failed``, ``retriable``,
+    ``exception``, ``value``, ``add_callback(fn, *args)`` (``fn(*args, metadata)``),
+    ``add_errback(fn, *args)`` (``fn(*args, exception)``), ``add_both``."""
 
     cdef void _follow(self) except *:
         # a split batch forwards each of its records to the batch it was re-appended to
@@ -184,12 +217,13 @@ cdef class FutureRecordMetadata:
     def done(self):
         return self.is_done
 
-    cdef RecordMetadata _metadata(self):
+    cdef object _metadata(self):
         self._follow()
         cdef ProduceRequestResult r = self._result
-        topic, partition = r.topic_partition
-        return new_record_metadata(topic, partition, r.base_offset, r.log_append_time, self._rel,
-                                   self._create_ts, self._key_size, self._value_size)
+        tp = r.topic_partition
+        return new_record_metadata(tp[0], tp[1], tp, r.base_offset, r.log_append_time, self._rel,
+                                   self._create_ts, self._key_size, self._value_size,
+                                   self._header_size)
 
     cdef object _error(self):
         self._follow()
@@ -234,35 +268,40 @@ cdef class FutureRecordMetadata:
             return self._metadata()
         return None
 
-    def add_callback(self, fn, *args):
-        """``fn(metadata, *args)`` once the record succeeded (at once if it already did)."""
-        if not callable(fn):
-            raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    def retriable(self):
+        """kafka-python's: done, and failed with a retriable error."""
+        exc = self.exception
+        return exc is not None and bool(getattr(exc, "retriable", False))
+
+    def add_callback(self, fn, *args, **kwargs):
+        """kafka-python's: ``fn(*args, metadata, **kwargs)`` once the record succeeded (at once
+        if it already did)."""
+        f = _bind(fn, args, kwargs)
 
         def on_completion(md, exc):
             if exc is None:
-                fn(md, *args)
+                f(md)
         self._batch.add_completion_callback(self, on_completion)
         return self
 
-    def add_errback(self, fn, *args):
-        """``fn(exception, *args)`` once the record failed (at once if it already did)."""
-        if not callable(fn):
-            raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    def add_errback(self, fn, *args, **kwargs):
+        """kafka-python's: ``fn(*args, exception, **kwargs)`` once the record failed (at once if
+        it already did)."""
+        f = _bind(fn, args, kwargs)
 
         def on_completion(md, exc):
             if exc is not None:
-                fn(exc, *args)
+                f(exc)
         self._batch.add_completion_callback(self, on_completion)
         return self
 
-    def add_both(self, fn, *args):
-        """``fn(metadata_or_exception, *args)`` once the record completed either way."""
-        if not callable(fn):
-            raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    def add_both(self, fn, *args, **kwargs):
+        """kafka-python's: ``fn(*args, metadata_or_exception, **kwargs)`` once the record
+        completed either way."""
+        f = _bind(fn, args, kwargs)
 
         def on_completion(md, exc):
-            fn(md if exc is None else exc, *args)
+            f(md if exc is None else exc)
         self._batch.add_completion_callback(self, on_completion)
         return self
 

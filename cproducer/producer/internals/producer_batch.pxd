@@ -20,6 +20,7 @@ cdef struct RecordThunk:
     int rel
     int key_size
     int value_size
+    int header_size  # kafka-python's serialized_header_size: -1 without headers
     long long timestamp
 
 
@@ -52,7 +53,7 @@ cdef class ProducerBatch:
     cdef bint _done(self, long long base_offset, long long log_append_time, object exc,
                     object record_exceptions, int state) except *
     cdef int _push_thunk(self, Py_ssize_t at, int rel, int key_size, int value_size,
-                         long long timestamp, object fn) except -1
+                         int header_size, long long timestamp, object fn) except -1
 
 
 # Java's closeForRecordAppends: the builder reports full and takes no more records, even its

@@ -47,6 +47,14 @@ cdef inline int _size_of(object obj) except -2:
     return -1 if obj is None else len(obj)
 
 
+cdef int _headers_size(object headers) except -2:
+    # kafka-python's serialized_header_size: the keys' UTF-8 bytes plus the values' bytes
+    cdef int size = 0
+    for hkey, hvalue in headers:
+        size += len((<str>hkey).encode("utf-8")) + (0 if hvalue is None else len(hvalue))
+    return size if headers else -1
+
+
 cdef class ProducerBatch:
     """One batch of one partition: its builder, its records' callbacks, its one result."""
 
@@ -91,14 +99,15 @@ cdef class ProducerBatch:
         if self.builder._pos - before > self.max_record_size:
             self.max_record_size = self.builder._pos - before
         self.last_append_time = now
-        fut = new_future(self, self.result, rel, timestamp, _size_of(key), _size_of(value))
+        fut = new_future(self, self.result, rel, timestamp, _size_of(key), _size_of(value),
+                         -1 if headers is None else _headers_size(headers))
         if callback is not None:
-            self._push_thunk(len(self.thunks), rel, fut._key_size, fut._value_size, timestamp,
-                             callback)
+            self._push_thunk(len(self.thunks), rel, fut._key_size, fut._value_size,
+                             fut._header_size, timestamp, callback)
         return fut
 
     cdef int _push_thunk(self, Py_ssize_t at, int rel, int key_size, int value_size,
-                         long long timestamp, object fn) except -1:
+                         int header_size, long long timestamp, object fn) except -1:
         # insert fn and its record at index ``at`` of the thunks (the batch's lock held, or the
         # batch not yet shared)
         cdef Py_ssize_t n = len(self.thunks)
@@ -116,6 +125,7 @@ cdef class ProducerBatch:
         self.thunk_data[at].rel = rel
         self.thunk_data[at].key_size = key_size
         self.thunk_data[at].value_size = value_size
+        self.thunk_data[at].header_size = header_size
         self.thunk_data[at].timestamp = timestamp
         self.thunks.insert(at, fn)
         return 0
@@ -147,7 +157,7 @@ cdef class ProducerBatch:
                     while i > 0 and batch.thunk_data[i - 1].rel > fut._rel:
                         i -= 1
                     batch._push_thunk(i, fut._rel, fut._key_size, fut._value_size,
-                                      fut._create_ts, fn)
+                                      fut._header_size, fut._create_ts, fn)
                     return
                 if batch.final_state != STATE_SPLIT:
                     break
@@ -216,10 +226,12 @@ cdef class ProducerBatch:
             for i in range(len(fns)):
                 if exc is None:
                     _run_callback(fns[i], new_record_metadata(self.topic, self.partition,
-                                                              base_offset, log_append_time,
-                                                              data[i].rel, data[i].timestamp,
+                                                              self.topic_partition, base_offset,
+                                                              log_append_time, data[i].rel,
+                                                              data[i].timestamp,
                                                               data[i].key_size,
-                                                              data[i].value_size),
+                                                              data[i].value_size,
+                                                              data[i].header_size),
                                   None)
                 else:
                     _run_callback(fns[i], None, r.error_for(data[i].rel))
@@ -345,7 +357,7 @@ cdef class ProducerBatch:
             for i in range(len(self.thunks)):
                 thunks_by_rel.setdefault(self.thunk_data[i].rel, []).append(
                     (self.thunks[i], self.thunk_data[i].key_size, self.thunk_data[i].value_size,
-                     self.thunk_data[i].timestamp)
+                     self.thunk_data[i].header_size, self.thunk_data[i].timestamp)
                 )
             placement = []  # old relative offset -> (batch index, new relative offset)
             forward = []  # old relative offset -> (new batch, new relative offset)
@@ -363,8 +375,9 @@ cdef class ProducerBatch:
                     new_rel = nb.builder.try_append(ts, key, value, headers)
                 placement.append((len(batches) - 1, new_rel))
                 forward.append((nb, new_rel))
-                for fn, key_size, value_size, timestamp in thunks_by_rel.get(rel, ()):
-                    nb._push_thunk(len(nb.thunks), new_rel, key_size, value_size, timestamp, fn)
+                for fn, key_size, value_size, header_size, timestamp in thunks_by_rel.get(rel, ()):
+                    nb._push_thunk(len(nb.thunks), new_rel, key_size, value_size, header_size,
+                                   timestamp, fn)
             if nb is not None:
                 close_for_record_appends(nb.builder)
             for bf, order, start, end, first_rel in self.segments:
