@@ -230,8 +230,7 @@ def test_offsets_refused_by_the_group_make_the_transaction_abortable() -> None:
     tm.begin_transaction()
     result = tm.send_offsets_to_transaction({TP0: (5, -1, None)}, ConsumerGroupMetadata("g"))
     tm.offsets_stage_done(None)
-    fenced_member = errors.for_code(25)  # UNKNOWN_MEMBER_ID
-    assert fenced_member is not None
+    fenced_member = errors.UnknownMemberIdError("the group has a newer generation")
     tm.offsets_stage_done(fenced_member)
     assert result.error is fenced_member and tm.state == ABORTABLE_ERROR
 

@@ -546,16 +546,16 @@ class NetworkClient:
         return True
 
     def _handle_api_versions(self, conn: _Connection, response: Any, now_ms: int) -> bool:
-        if response.error_code == 35 and response.api_versions:
+        if response.error_code == errors.UnsupportedVersionError.errno and response.api_versions:
             # the broker does not speak our ApiVersions version: retry with its highest
             hi = response.api_versions.get(ApiVersionsRequest.API_KEY, (0, 0))[1]
             conn.api_versions_version = min(hi, ApiVersionsRequest.MAX_VERSION)
             self._send_api_versions(conn, now_ms)
             self._flush(conn, now_ms)
             return True
-        if response.error_code != 0:
+        if response.error_code != errors.NoError.errno:
             reason = f"ApiVersions failed with error {response.error_code}"
-            self._disconnect(conn, now_ms, reason, errors.for_code(response.error_code))
+            self._disconnect(conn, now_ms, reason, errors.exception_for(response.error_code))
             return False
         conn.api_versions = response.api_versions
         conn.state = READY

@@ -21,7 +21,11 @@ from cproducer.protocol import MetadataRequest
 
 log = logging.getLogger("cproducer.producer.internals.producer_metadata")
 
-_RETRIABLE_TOPIC_ERRORS = {3, 5}  # UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE
+# a topic being created, or without a leader for now: asked for again after the backoff
+_RETRIABLE_TOPIC_ERRORS = {
+    errors.UnknownTopicOrPartitionError.errno,
+    errors.LeaderNotAvailableError.errno,
+}
 
 
 def _wall_ms() -> int:
@@ -181,7 +185,7 @@ class ProducerMetadata:
             for t in response.topics:
                 name = t.name or ""
                 fetched.add(name)
-                if t.error_code == 0:
+                if t.error_code == errors.NoError.errno:
                     self._topic_errors.pop(name, None)
                     for old_tp in [tp for tp in partitions if tp.topic == name]:
                         del partitions[old_tp]
@@ -207,14 +211,14 @@ class ProducerMetadata:
                             retry_topics.add(name)
                 elif t.error_code in _RETRIABLE_TOPIC_ERRORS:
                     retry_topics.add(name)
-                elif t.error_code == 17:
+                elif t.error_code == errors.InvalidTopicError.errno:
                     invalid.add(name)
                     self._topic_errors[name] = errors.InvalidTopicError(f"invalid topic {name!r}")
-                elif t.error_code == 29:
+                elif t.error_code == errors.TopicAuthorizationFailedError.errno:
                     unauthorized.add(name)
                     self._topic_errors[name] = errors.TopicAuthorizationFailedError(name)
                 else:
-                    err = errors.for_code(t.error_code)
+                    err = errors.exception_for(t.error_code)
                     if err is not None:
                         self._topic_errors[name] = err
             controller = nodes.get(response.controller_id)

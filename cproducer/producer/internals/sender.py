@@ -298,7 +298,7 @@ class Sender:
         if req.kind == "txn_offset_commit":
             self._handle_txn_offset_commit(body, now)
             return
-        err = errors.for_code(body.error_code)
+        err = errors.exception_for(body.error_code)
         if req.kind == "find_group_coordinator":
             if err is None and po is not None:
                 po.group_coordinator = Node(body.node_id, body.host, body.port)
@@ -337,8 +337,8 @@ class Sender:
             return
         worst = None
         for code in body.errors.values():
-            if code != 0:
-                worst = errors.for_code(code)
+            if code != errors.NoError.errno:
+                worst = errors.exception_for(code)
                 break
         if worst is None:
             tm.offsets_stage_done(None)
@@ -360,10 +360,10 @@ class Sender:
             code = body.errors.get((tp.topic, tp.partition))
             if code is None:
                 code = errors.OperationNotAttemptedError.errno
-            if code == 0:
+            if code == errors.NoError.errno:
                 added.append(tp)
                 continue
-            err = errors.for_code(code)
+            err = errors.exception_for(code)
             if worst is None or not isinstance(err, errors.OperationNotAttemptedError):
                 worst = err
         tm.partitions_added(added)
@@ -376,7 +376,7 @@ class Sender:
         elif (
             worst.retriable
             or isinstance(worst, errors.OperationNotAttemptedError)
-            or worst.errno == 3  # UNKNOWN_TOPIC_OR_PARTITION: metadata may be behind
+            or isinstance(worst, errors.UnknownTopicOrPartitionError)  # metadata may be behind
         ):
             tm.add_partitions_failed(retry=True)
             tm.retry_after_ms = now + min(self.retry_backoff_ms, 20)
@@ -420,7 +420,7 @@ class Sender:
         if response.disconnected or response.timed_out or body is None:
             self._init_pid_backoff_until = self.time_ms() + self.retry_backoff_ms
             return
-        err = errors.for_code(body.error_code)
+        err = errors.exception_for(body.error_code)
         if err is None:
             tm.set_producer_id_and_epoch(body.producer_id, body.producer_epoch)
         elif err.retriable or isinstance(err, errors.UnknownServerError):
@@ -600,7 +600,7 @@ class Sender:
                 exc = errors.IllegalStateError(f"the Produce response has no entry for {tp}")
                 self._fail_batch(batch, exc, adjust_sequences=False, now=now)
                 continue
-            err = errors.for_code(part.error_code, part.error_message)
+            err = errors.exception_for(part.error_code, part.error_message)
             if err is None:
                 self._complete_batch(batch, part.base_offset, part.log_append_time_ms, now)
             else:
