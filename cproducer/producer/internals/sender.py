@@ -6,6 +6,10 @@ expire batches past ``delivery.timeout.ms`` → one Produce request per node →
 Produce responses complete batches (base offset, log-append time) or retry them with backoff,
 split them (MESSAGE_TOO_LARGE) or fail them. Per-request work is plain Python; per-record work
 stays in the accumulator's Cython code.
+
+Two times: requests, connections and the transactional backoff run on the clock's monotonic ms
+(``now``); the accumulator's batches on ``batch_time_ms`` (``batch_now``), the time the producer's
+send paths append with (see ``KafkaProducer``).
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict, List, Optional
 
 from cproducer import errors
 from cproducer.cluster import Node, TopicPartition
@@ -30,6 +34,7 @@ from cproducer.protocol import (
     ProduceRequest,
     TxnOffsetCommitRequest,
 )
+from cproducer.utils.time import SYSTEM_CLOCK, Clock
 
 log = logging.getLogger("cproducer.producer.internals.sender")
 
@@ -41,10 +46,6 @@ _FATAL_TXN_ERRORS = (
 )
 # ... and with one of these, its coordinator is looked up again
 _COORDINATOR_MOVED = (errors.NotCoordinatorError, errors.CoordinatorNotAvailableError)
-
-
-def _now_ms() -> int:
-    return int(time.monotonic() * 1000)
 
 
 class SenderMetrics:
@@ -81,7 +82,8 @@ class Sender:
         retry_backoff_ms: int,
         transaction_manager: Any = None,
         client_id: str = "",
-        time_ms: Callable[[], int] = _now_ms,
+        clock: Clock = SYSTEM_CLOCK,
+        batch_time_ms: Optional[Callable[[], int]] = None,
     ) -> None:
         self.client = client
         self.metadata = metadata
@@ -94,7 +96,9 @@ class Sender:
         self.delivery_timeout_ms = delivery_timeout_ms
         self.retry_backoff_ms = retry_backoff_ms
         self.transaction_manager = transaction_manager
-        self.time_ms = time_ms
+        self.clock = clock
+        self._now = clock.monotonic_ms
+        self._batch_now = batch_time_ms if batch_time_ms is not None else clock.milliseconds
         self.metrics = SenderMetrics()
         # Java's inFlightBatches: batches drained and sent, by partition (for delivery timeouts)
         self.in_flight_batches: Dict[TopicPartition, List[Any]] = {}
@@ -173,7 +177,7 @@ class Sender:
             self.accumulator.abort_undrained_batches(tm.fatal_error)
         if tm is not None and tm.needs_producer_id():
             self._maybe_init_producer_id()
-        now = self.time_ms()
+        now = self._now()
         if self._transactional:
             self._maybe_send_transactional_request(now)
         poll_timeout = self.send_producer_data(now)
@@ -182,7 +186,7 @@ class Sender:
                 poll_timeout = min(poll_timeout, tm.retry_after_ms - now)
             elif tm.pending_partitions and not self._txn_request_in_flight:
                 poll_timeout = 0  # an AddPartitionsToTxn to send
-        self.client.poll(poll_timeout, self.time_ms())
+        self.client.poll(poll_timeout, self._now())
 
     # ------------------------------------------------------------------ transactions
     def _maybe_send_transactional_request(self, now: int) -> None:
@@ -284,7 +288,7 @@ class Sender:
     def _handle_transactional_response(self, req: Any, response: Any) -> None:
         tm = self.transaction_manager
         body = response.response
-        now = self.time_ms()
+        now = self._now()
         po = tm.pending_offsets
         if response.disconnected or response.timed_out or body is None:
             self._coordinator_lost(req)
@@ -390,7 +394,7 @@ class Sender:
     def _maybe_init_producer_id(self) -> None:
         """Send InitProducerId to the least-loaded node once nothing is in flight."""
         tm = self.transaction_manager
-        now = self.time_ms()
+        now = self._now()
         if self._init_pid_in_flight or now < self._init_pid_backoff_until:
             return
         if tm.reset_requested() and (
@@ -418,24 +422,25 @@ class Sender:
         tm = self.transaction_manager
         body = response.response
         if response.disconnected or response.timed_out or body is None:
-            self._init_pid_backoff_until = self.time_ms() + self.retry_backoff_ms
+            self._init_pid_backoff_until = self._now() + self.retry_backoff_ms
             return
         err = errors.exception_for(body.error_code)
         if err is None:
             tm.set_producer_id_and_epoch(body.producer_id, body.producer_epoch)
         elif err.retriable or isinstance(err, errors.UnknownServerError):
             log.info("InitProducerId failed (%s); retrying", err)
-            self._init_pid_backoff_until = self.time_ms() + self.retry_backoff_ms
+            self._init_pid_backoff_until = self._now() + self.retry_backoff_ms
         else:
             log.error("InitProducerId failed fatally: %s", err)
             tm.transition_to_fatal_error(err)
 
     def send_producer_data(self, now: int) -> int:
+        batch_now = self._batch_now()
         cluster = self.metadata.fetch()
-        result = self.accumulator.ready(cluster, now)
+        result = self.accumulator.ready(cluster, batch_now)
         if result.unknown_leader_topics:
             for topic in result.unknown_leader_topics:
-                self.metadata.add(topic, now)
+                self.metadata.add(topic, batch_now)
             self.metadata.request_update()
 
         ready_nodes = set(result.ready_nodes)
@@ -444,29 +449,30 @@ class Sender:
             node = cluster.node_by_id(node_id)
             if node is None or not self.client.ready(node, now):
                 ready_nodes.discard(node_id)
-                self.accumulator.update_node_latency_stats(node_id, now, False)
+                self.accumulator.update_node_latency_stats(node_id, batch_now, False)
                 if node is not None:
                     not_ready_timeout = min(
                         not_ready_timeout, self.client.connection_delay(node, now)
                     )
             else:
-                self.accumulator.update_node_latency_stats(node_id, now, True)
+                self.accumulator.update_node_latency_stats(node_id, batch_now, True)
 
-        batches = self.accumulator.drain(cluster, ready_nodes, self.max_request_size, now)
+        batches = self.accumulator.drain(cluster, ready_nodes, self.max_request_size, batch_now)
         for node_batches in batches.values():
             for batch in node_batches:
                 self.in_flight_batches.setdefault(batch.topic_partition, []).append(batch)
                 if self.guarantee_message_order:
                     self.accumulator.mute_partition(batch.topic_partition)
 
-        expired = self._expired_in_flight_batches(now) + list(self.accumulator.expired_batches(now))
+        expired = self._expired_in_flight_batches(batch_now)
+        expired += self.accumulator.expired_batches(batch_now)
         for batch in expired:
             msg = (
                 f"Expiring {batch.record_count} record(s) for {batch.topic_partition}: "
-                f"{now - batch.created_ms} ms has passed since batch creation "
+                f"{batch_now - batch.created_ms} ms has passed since batch creation "
                 f"(delivery.timeout.ms={self.delivery_timeout_ms})"
             )
-            self._fail_batch(batch, errors.KafkaTimeoutError(msg), adjust_sequences=False, now=now)
+            self._fail_batch(batch, errors.KafkaTimeoutError(msg), adjust_sequences=False)
 
         poll_timeout = min(result.next_ready_check_delay_ms, not_ready_timeout)
         if ready_nodes and not (
@@ -512,10 +518,9 @@ class Sender:
                 self.in_flight_batches.pop(batch.topic_partition, None)
 
     def _fail_in_flight(self, exc: BaseException) -> None:
-        now = self.time_ms()
         for batches in list(self.in_flight_batches.values()):
             for batch in list(batches):
-                self._fail_batch(batch, exc, adjust_sequences=False, now=now)
+                self._fail_batch(batch, exc, adjust_sequences=False)
         self.in_flight_batches.clear()
 
     # ------------------------------------------------------------------ produce requests
@@ -572,7 +577,8 @@ class Sender:
     def _handle_produce_response(
         self, response: Any, batches: Dict[TopicPartition, Any], sent_ms: int
     ) -> None:
-        now = self.time_ms()
+        now = self._now()
+        batch_now = self._batch_now()
         m = self.metrics
         m.responses += 1
         latency = now - sent_ms
@@ -586,28 +592,33 @@ class Sender:
             if not isinstance(exc, errors.KafkaError):
                 exc = errors.NetworkError(str(exc))
             for batch in batches.values():
-                self._complete_batch_with_error(batch, exc, -1, now)
+                self._complete_batch_with_error(batch, exc, -1, batch_now)
             return
         body = response.response
         if body is None:
             # acks=0: nothing comes back; the batch is done once it was written
             for batch in batches.values():
-                self._complete_batch(batch, -1, -1, now)
+                self._complete_batch(batch, -1, -1)
             return
         for tp, batch in batches.items():
             part = body.responses.get((tp.topic, tp.partition))
             if part is None:
                 exc = errors.IllegalStateError(f"the Produce response has no entry for {tp}")
-                self._fail_batch(batch, exc, adjust_sequences=False, now=now)
+                self._fail_batch(batch, exc, adjust_sequences=False)
                 continue
             err = errors.exception_for(part.error_code, part.error_message)
             if err is None:
-                self._complete_batch(batch, part.base_offset, part.log_append_time_ms, now)
+                self._complete_batch(batch, part.base_offset, part.log_append_time_ms)
             else:
-                self._complete_batch_with_error(batch, err, part.log_start_offset, now, part)
+                self._complete_batch_with_error(batch, err, part.log_start_offset, batch_now, part)
 
     def _complete_batch_with_error(
-        self, batch: Any, err: BaseException, log_start_offset: int, now: int, part: Any = None
+        self,
+        batch: Any,
+        err: BaseException,
+        log_start_offset: int,
+        batch_now: int,
+        part: Any = None,
     ) -> None:
         tp = batch.topic_partition
         tm = self.transaction_manager
@@ -627,11 +638,11 @@ class Sender:
             if self.guarantee_message_order:
                 self.accumulator.unmute_partition(tp)
             return
-        if self._can_retry(batch, err, log_start_offset, now):
+        if self._can_retry(batch, err, log_start_offset, batch_now):
             log.debug("retrying a batch for %s (attempt %d): %s", tp, batch.attempts + 1, err)
             self.metrics.record_retries += batch.record_count
             self._remove_in_flight(batch)
-            self.accumulator.reenqueue(batch, now)
+            self.accumulator.reenqueue(batch, batch_now)
             if self.guarantee_message_order:
                 self.accumulator.unmute_partition(tp)
         elif isinstance(err, errors.DuplicateSequenceNumberError):
@@ -644,17 +655,19 @@ class Sender:
                 batch.record_count,
                 batch.attempts + 1,
             )
-            self._complete_batch(batch, -1, -1, now)
+            self._complete_batch(batch, -1, -1)
         else:
             if part is not None and part.record_errors:
                 detail = "; ".join(f"record {i}: {msg}" for i, msg in part.record_errors)
                 err = type(err)(f"{err.args[0] if err.args else ''} {detail}".strip())
-            self._fail_batch(batch, err, adjust_sequences=batch.attempts < self.retries, now=now)
+            self._fail_batch(batch, err, adjust_sequences=batch.attempts < self.retries)
         if getattr(err, "invalid_metadata", False):
             self.metadata.request_update()
 
-    def _can_retry(self, batch: Any, err: BaseException, log_start_offset: int, now: int) -> bool:
-        if batch.has_reached_delivery_timeout(self.delivery_timeout_ms, now):
+    def _can_retry(
+        self, batch: Any, err: BaseException, log_start_offset: int, batch_now: int
+    ) -> bool:
+        if batch.has_reached_delivery_timeout(self.delivery_timeout_ms, batch_now):
             return False
         if batch.attempts >= self.retries or batch.is_done:
             return False
@@ -662,7 +675,7 @@ class Sender:
             return bool(self.transaction_manager.can_retry(err, batch, log_start_offset))
         return bool(getattr(err, "retriable", False))
 
-    def _complete_batch(self, batch: Any, base_offset: int, log_append_time: int, now: int) -> None:
+    def _complete_batch(self, batch: Any, base_offset: int, log_append_time: int) -> None:
         self._remove_in_flight(batch)
         if self.transaction_manager is not None:
             self.transaction_manager.handle_completed_batch(batch, base_offset)
@@ -671,7 +684,7 @@ class Sender:
         if self.guarantee_message_order:
             self.accumulator.unmute_partition(batch.topic_partition)
 
-    def _fail_batch(self, batch: Any, exc: BaseException, adjust_sequences: bool, now: int) -> None:
+    def _fail_batch(self, batch: Any, exc: BaseException, adjust_sequences: bool) -> None:
         self._remove_in_flight(batch)
         if self.transaction_manager is not None:
             self.transaction_manager.handle_failed_batch(batch, exc, adjust_sequences)
