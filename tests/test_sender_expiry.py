@@ -38,7 +38,6 @@ def sender(accumulator: Any, ordered: bool) -> Sender:
         retries=3,
         request_timeout_ms=100,
         delivery_timeout_ms=1000,
-        retry_backoff_ms=10,
         clock=ManualClock(),
     )
 

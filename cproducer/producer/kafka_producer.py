@@ -34,6 +34,7 @@ from cproducer.producer.internals.transaction_manager import (
     IN_TRANSACTION,
     ConsumerGroupMetadata,
     TransactionManager,
+    TransactionState,
 )
 from cproducer.producer.partitioners import resolve_partitioner
 from cproducer.producer.send_many import append_columns, partitions_of_column, size_upper_bounds
@@ -139,7 +140,9 @@ class KafkaProducer:
         self._metadata.bootstrap(cfg["bootstrap.servers"])
         self._pool = BufferPool(cfg["buffer.memory"], cfg["batch.size"])
         self._transaction_manager = (
-            TransactionManager(cfg["transactional.id"], cfg["transaction.timeout.ms"])
+            TransactionManager(
+                cfg["transactional.id"], cfg["transaction.timeout.ms"], cfg["retry.backoff.ms"]
+            )
             if cfg["enable.idempotence"]
             else None
         )
@@ -206,7 +209,6 @@ class KafkaProducer:
             retries=cfg["retries"],
             request_timeout_ms=cfg["request.timeout.ms"],
             delivery_timeout_ms=cfg["delivery.timeout.ms"],
-            retry_backoff_ms=cfg["retry.backoff.ms"],
             transaction_manager=self._transaction_manager,
             client_id=self.client_id,
             clock=clock,
@@ -237,7 +239,7 @@ class KafkaProducer:
                 fast = self._fast
                 fast.divert = True
 
-                def on_state_change(state: str) -> None:
+                def on_state_change(state: TransactionState) -> None:
                     fast.divert = self._closed or state != IN_TRANSACTION
 
                 self._transaction_manager.on_state_change = on_state_change  # type: ignore[union-attr]

@@ -20,32 +20,20 @@ import time
 from typing import Any, Callable, Dict, List, Optional
 
 from cproducer import errors
-from cproducer.cluster import Node, TopicPartition
-from cproducer.network.network_client import NO_DELAY_LIMIT_MS
-from cproducer.producer.internals.transaction_manager import ABORTABLE_ERROR, ABORTING_TRANSACTION
-from cproducer.protocol import (
-    KEY_TYPE_GROUP,
-    KEY_TYPE_TRANSACTION,
-    AddOffsetsToTxnRequest,
-    AddPartitionsToTxnRequest,
-    EndTxnRequest,
-    FindCoordinatorRequest,
-    InitProducerIdRequest,
-    ProduceRequest,
-    TxnOffsetCommitRequest,
+from cproducer.cluster import TopicPartition
+from cproducer.network.network_client import NO_DELAY_LIMIT_MS, ClientRequest, ClientResponse
+from cproducer.producer.internals.sender_interfaces import (
+    Accumulator,
+    KafkaClient,
+    Metadata,
+    Transactions,
 )
+from cproducer.producer.internals.transaction_manager import ABORTABLE_ERROR, ABORTING_TRANSACTION
+from cproducer.producer.internals.txn_request_handlers import TxnRequestHandler
+from cproducer.protocol import ProduceRequest
 from cproducer.utils.time import SYSTEM_CLOCK, Clock
 
 log = logging.getLogger("cproducer.producer.internals.sender")
-
-# a transactional request failing with one of these ends the producer (Java: fatalError)
-_FATAL_TXN_ERRORS = (
-    errors.ProducerFencedError,
-    errors.InvalidProducerEpochError,
-    errors.TransactionalIdAuthorizationFailedError,
-)
-# ... and with one of these, its coordinator is looked up again
-_COORDINATOR_MOVED = (errors.NotCoordinatorError, errors.CoordinatorNotAvailableError)
 
 
 class SenderMetrics:
@@ -69,9 +57,9 @@ class SenderMetrics:
 class Sender:
     def __init__(
         self,
-        client: Any,
-        metadata: Any,
-        accumulator: Any,
+        client: KafkaClient,
+        metadata: Metadata,
+        accumulator: Accumulator,
         *,
         guarantee_message_order: bool,
         max_request_size: int,
@@ -79,8 +67,7 @@ class Sender:
         retries: int,
         request_timeout_ms: int,
         delivery_timeout_ms: int,
-        retry_backoff_ms: int,
-        transaction_manager: Any = None,
+        transaction_manager: Optional[Transactions] = None,
         client_id: str = "",
         clock: Clock = SYSTEM_CLOCK,
         batch_time_ms: Optional[Callable[[], int]] = None,
@@ -94,7 +81,6 @@ class Sender:
         self.retries = retries
         self.request_timeout_ms = request_timeout_ms
         self.delivery_timeout_ms = delivery_timeout_ms
-        self.retry_backoff_ms = retry_backoff_ms
         self.transaction_manager = transaction_manager
         self.clock = clock
         self._now = clock.monotonic_ms
@@ -102,12 +88,15 @@ class Sender:
         self.metrics = SenderMetrics()
         # Java's inFlightBatches: batches drained and sent, by partition (for delivery timeouts)
         self.in_flight_batches: Dict[TopicPartition, List[Any]] = {}
-        self._init_pid_in_flight = False
-        self._init_pid_backoff_until = 0
+        # one transactional request (or an idempotent producer's InitProducerId) at a time
         self._txn_request_in_flight = False
-        self._transactional = transaction_manager is not None and (
-            transaction_manager.transactional_id is not None
+        # the same manager when transactional.id is set, else None (an idempotent producer)
+        self._txn = (
+            transaction_manager
+            if transaction_manager is not None and transaction_manager.transactional_id is not None
+            else None
         )
+        self._transactional_id = self._txn.transactional_id if self._txn is not None else None
         self.running = True
         self.force_close = False
         self.thread = threading.Thread(
@@ -136,11 +125,11 @@ class Sender:
             self._run_once_safely()
         # graceful close: an open transaction is aborted (as Java's Sender does), then
         # everything that was accepted is sent
-        tm = self.transaction_manager
-        while self._transactional and not self.force_close and tm.has_ongoing_transaction():
-            if not tm.is_completing():
+        txn = self._txn
+        while txn is not None and not self.force_close and txn.has_ongoing_transaction():
+            if not txn.is_completing():
                 log.info("aborting the open transaction: the producer is closing")
-                tm.begin_abort()
+                txn.begin_abort()
             self._run_once_safely()
         # graceful close: send everything that was accepted
         while not self.force_close and (
@@ -175,24 +164,34 @@ class Sender:
         tm = self.transaction_manager
         if tm is not None and tm.fatal_error is not None:
             self.accumulator.abort_undrained_batches(tm.fatal_error)
-        if tm is not None and tm.needs_producer_id():
-            self._maybe_init_producer_id()
         now = self._now()
-        if self._transactional:
-            self._maybe_send_transactional_request(now)
+        if tm is not None and tm.needs_producer_id():
+            self._maybe_init_producer_id(tm, now)
+        txn = self._txn
+        if txn is not None:
+            self._maybe_send_transactional_request(txn, now)
         poll_timeout = self.send_producer_data(now)
-        if self._transactional:
-            if tm.retry_after_ms > now:
-                poll_timeout = min(poll_timeout, tm.retry_after_ms - now)
-            elif tm.pending_partitions and not self._txn_request_in_flight:
+        if txn is not None:
+            if txn.retry_after_ms > now:
+                poll_timeout = min(poll_timeout, txn.retry_after_ms - now)
+            elif txn.pending_partitions and not self._txn_request_in_flight:
                 poll_timeout = 0  # an AddPartitionsToTxn to send
         self.client.poll(poll_timeout, self._now())
 
     # ------------------------------------------------------------------ transactions
-    def _maybe_send_transactional_request(self, now: int) -> None:
-        """Java's maybeSendAndPollTransactionalRequest: at most one transactional request
-        (FindCoordinator, InitProducerId, AddPartitionsToTxn, EndTxn) at a time."""
-        tm = self.transaction_manager
+    def _maybe_init_producer_id(self, tm: Transactions, now: int) -> None:
+        """An idempotent producer's InitProducerId, once nothing is in flight."""
+        if self._txn_request_in_flight or now < tm.retry_after_ms:
+            return
+        if tm.reset_requested() and (
+            self.client.in_flight_request_count() > 0 or self._has_pending_in_flight()
+        ):
+            return  # let every answer come back before the id changes
+        self._send_transactional_request(tm, tm.idempotent_init_producer_id(), now)
+
+    def _maybe_send_transactional_request(self, tm: Transactions, now: int) -> None:
+        """Java's maybeSendAndPollTransactionalRequest: at most one transactional request at a
+        time, the one the TransactionManager hands out."""
         if tm.state in (ABORTABLE_ERROR, ABORTING_TRANSACTION) and self.accumulator.has_undrained():
             cause = tm.last_error
             exc = errors.TransactionAbortedError(
@@ -202,237 +201,41 @@ class Sender:
             self.accumulator.abort_undrained_batches(exc)
         if self._txn_request_in_flight or now < tm.retry_after_ms:
             return
-        req = tm.next_transactional_request(self.accumulator.has_incomplete())
-        if req is None:
-            return
-        po = tm.pending_offsets
-        if req.kind in ("find_coordinator", "find_group_coordinator"):
+        handler = tm.next_transactional_request(self.accumulator.has_incomplete())
+        if handler is not None:
+            self._send_transactional_request(tm, handler, now)
+
+    def _send_transactional_request(
+        self, tm: Transactions, handler: TxnRequestHandler, now: int
+    ) -> None:
+        target = handler.destination()
+        if target is None:  # any node will do (FindCoordinator, an idempotent InitProducerId)
             target = self.client.least_loaded_node(now, self.metadata.fetch().nodes)
             if target is None:
                 self.metadata.request_update()
                 return
-        elif req.kind == "txn_offset_commit":
-            target = po.group_coordinator
-        else:
-            target = tm.coordinator
         if not self.client.ready(target, now):
-            if req.kind == "add_partitions":
-                tm.add_partitions_failed(retry=True)
+            handler.reenqueue()
             if self.client.connection_failed(target):
-                self._coordinator_lost(req)
+                handler.coordinator_lost()
             return
-        pid, epoch = tm.producer_id_and_epoch
-        txn_id = tm.transactional_id
-        request: Any
-        if req.kind == "find_coordinator":
-            request = FindCoordinatorRequest(txn_id, KEY_TYPE_TRANSACTION)
-        elif req.kind == "init_producer_id":
-            request = InitProducerIdRequest(txn_id, tm.transaction_timeout_ms, pid, epoch)
-        elif req.kind == "find_group_coordinator":
-            request = FindCoordinatorRequest(po.group.group_id, KEY_TYPE_GROUP)
-        elif req.kind == "add_offsets":
-            request = AddOffsetsToTxnRequest(txn_id, pid, epoch, po.group.group_id)
-        elif req.kind == "txn_offset_commit":
-            by_topic: Dict[str, List[Any]] = {}
-            for tp, (offset, leader_epoch, meta) in po.offsets.items():
-                by_topic.setdefault(tp.topic, []).append((tp.partition, offset, leader_epoch, meta))
-            g = po.group
-            request = TxnOffsetCommitRequest(
-                txn_id,
-                g.group_id,
-                pid,
-                epoch,
-                g.generation_id,
-                g.member_id,
-                g.group_instance_id,
-                by_topic,
-            )
-        elif req.kind == "add_partitions":
-            topics: Dict[str, List[int]] = {}
-            for tp in req.partitions:
-                topics.setdefault(tp.topic, []).append(tp.partition)
-            request = AddPartitionsToTxnRequest(txn_id, pid, epoch, topics)
-        else:
-            request = EndTxnRequest(txn_id, pid, epoch, req.committed)
-        version = self.client.api_version_for(target.id, type(request))
-        if req.kind == "init_producer_id" and pid >= 0 and version < 3:
-            tm.transition_to_fatal_error(
-                errors.UnsupportedVersionError(
-                    "bumping the producer epoch needs InitProducerId v3+, the broker has "
-                    f"v{version}"
-                )
-            )
+        version = self.client.api_version_for(target.id, handler.request_class)
+        try:
+            request = handler.build_request(version)
+        except errors.KafkaError as exc:  # the broker's versions cannot do it
+            tm.transition_to_fatal_error(exc)
             return
         self._txn_request_in_flight = True
-        log.debug("sending %s to node %s", type(request).__name__, target.id)
+        log.debug("sending %r to node %s", handler, target.id)
 
-        def on_response(response: Any) -> None:
+        def on_response(response: ClientResponse) -> None:
             self._txn_request_in_flight = False
             try:
-                self._handle_transactional_response(req, response)
+                handler.on_complete(response, self._now())
             finally:
                 self.wakeup()
 
         self.client.send(self._client_request(target.id, request, version, now, on_response), now)
-
-    def _coordinator_lost(self, req: Any) -> None:
-        """The connection ``req`` went (or would go) over failed: forget that coordinator.
-        (A FindCoordinator goes to any node: nothing to forget.)"""
-        tm = self.transaction_manager
-        if req.kind == "txn_offset_commit":
-            if tm.pending_offsets is not None:
-                tm.pending_offsets.group_coordinator = None
-        elif req.kind not in ("find_coordinator", "find_group_coordinator"):
-            tm.coordinator_unknown()
-
-    def _handle_transactional_response(self, req: Any, response: Any) -> None:
-        tm = self.transaction_manager
-        body = response.response
-        now = self._now()
-        po = tm.pending_offsets
-        if response.disconnected or response.timed_out or body is None:
-            self._coordinator_lost(req)
-            if req.kind == "add_partitions":
-                tm.add_partitions_failed(retry=True)
-            tm.retry_after_ms = now + self.retry_backoff_ms
-            return
-        if req.kind == "add_partitions":
-            self._handle_add_partitions(req, body, now)
-            return
-        if req.kind == "txn_offset_commit":
-            self._handle_txn_offset_commit(body, now)
-            return
-        err = errors.exception_for(body.error_code)
-        if req.kind == "find_group_coordinator":
-            if err is None and po is not None:
-                po.group_coordinator = Node(body.node_id, body.host, body.port)
-            elif err is not None and not err.retriable:
-                tm.offsets_stage_done(err)
-            else:
-                tm.retry_after_ms = now + self.retry_backoff_ms
-            return
-        if req.kind == "add_offsets" and err is not None and not err.retriable:
-            if not isinstance(err, _FATAL_TXN_ERRORS):
-                tm.offsets_stage_done(err)  # e.g. GROUP_AUTHORIZATION_FAILED: abortable
-                return
-        if err is None:
-            if req.kind == "find_coordinator":
-                tm.coordinator = Node(body.node_id, body.host, body.port)
-            elif req.kind == "add_offsets":
-                tm.offsets_stage_done(None)
-            elif req.kind == "init_producer_id":
-                tm.producer_id_initialized(body.producer_id, body.producer_epoch)
-            else:
-                tm.end_txn_succeeded()
-            return
-        if isinstance(err, _COORDINATOR_MOVED):
-            tm.coordinator_unknown()
-            tm.retry_after_ms = now + self.retry_backoff_ms
-        elif err.retriable:  # load in progress, concurrent transactions
-            tm.retry_after_ms = now + self.retry_backoff_ms
-        else:
-            log.error("%s failed: %s", req.kind, err)
-            tm.transition_to_fatal_error(err)
-
-    def _handle_txn_offset_commit(self, body: Any, now: int) -> None:
-        tm = self.transaction_manager
-        po = tm.pending_offsets
-        if po is None:
-            return
-        worst = None
-        for code in body.errors.values():
-            if code != errors.NoError.errno:
-                worst = errors.exception_for(code)
-                break
-        if worst is None:
-            tm.offsets_stage_done(None)
-        elif isinstance(worst, (*_COORDINATOR_MOVED, errors.RequestTimedOutError)):
-            po.group_coordinator = None
-            tm.retry_after_ms = now + self.retry_backoff_ms
-        elif worst.retriable:  # load in progress, unknown topic/partition, ...
-            tm.retry_after_ms = now + self.retry_backoff_ms
-        elif isinstance(worst, _FATAL_TXN_ERRORS):
-            tm.transition_to_fatal_error(worst)
-        else:  # e.g. UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION: the consumer was fenced
-            tm.offsets_stage_done(worst)
-
-    def _handle_add_partitions(self, req: Any, body: Any, now: int) -> None:
-        tm = self.transaction_manager
-        added = []
-        worst = None
-        for tp in req.partitions:
-            code = body.errors.get((tp.topic, tp.partition))
-            if code is None:
-                code = errors.OperationNotAttemptedError.errno
-            if code == errors.NoError.errno:
-                added.append(tp)
-                continue
-            err = errors.exception_for(code)
-            if worst is None or not isinstance(err, errors.OperationNotAttemptedError):
-                worst = err
-        tm.partitions_added(added)
-        if worst is None:
-            return
-        if isinstance(worst, _COORDINATOR_MOVED):
-            tm.coordinator_unknown()
-            tm.add_partitions_failed(retry=True)
-            tm.retry_after_ms = now + self.retry_backoff_ms
-        elif (
-            worst.retriable
-            or isinstance(worst, errors.OperationNotAttemptedError)
-            or isinstance(worst, errors.UnknownTopicOrPartitionError)  # metadata may be behind
-        ):
-            tm.add_partitions_failed(retry=True)
-            tm.retry_after_ms = now + min(self.retry_backoff_ms, 20)
-        elif isinstance(worst, _FATAL_TXN_ERRORS):
-            tm.add_partitions_failed(retry=False)
-            tm.transition_to_fatal_error(worst)
-        else:
-            tm.add_partitions_failed(retry=False)
-            tm.transition_to_abortable_error(worst)
-
-    def _maybe_init_producer_id(self) -> None:
-        """Send InitProducerId to the least-loaded node once nothing is in flight."""
-        tm = self.transaction_manager
-        now = self._now()
-        if self._init_pid_in_flight or now < self._init_pid_backoff_until:
-            return
-        if tm.reset_requested() and (
-            self.client.in_flight_request_count() > 0 or self._has_pending_in_flight()
-        ):
-            return  # let every answer come back before the id changes
-        node = self.client.least_loaded_node(now, self.metadata.fetch().nodes)
-        if node is None:
-            self.metadata.request_update()
-            return
-        if not self.client.ready(node, now):
-            return
-        version = self.client.api_version_for(node.id, InitProducerIdRequest)
-        request = InitProducerIdRequest(
-            transactional_id=None, transaction_timeout_ms=60000, producer_id=-1, producer_epoch=-1
-        )
-        self._init_pid_in_flight = True
-        self.client.send(
-            self._client_request(node.id, request, version, now, self._handle_init_pid_response),
-            now,
-        )
-
-    def _handle_init_pid_response(self, response: Any) -> None:
-        self._init_pid_in_flight = False
-        tm = self.transaction_manager
-        body = response.response
-        if response.disconnected or response.timed_out or body is None:
-            self._init_pid_backoff_until = self._now() + self.retry_backoff_ms
-            return
-        err = errors.exception_for(body.error_code)
-        if err is None:
-            tm.set_producer_id_and_epoch(body.producer_id, body.producer_epoch)
-        elif err.retriable or isinstance(err, errors.UnknownServerError):
-            log.info("InitProducerId failed (%s); retrying", err)
-            self._init_pid_backoff_until = self._now() + self.retry_backoff_ms
-        else:
-            log.error("InitProducerId failed fatally: %s", err)
-            tm.transition_to_fatal_error(err)
 
     def send_producer_data(self, now: int) -> int:
         batch_now = self._batch_now()
@@ -475,9 +278,7 @@ class Sender:
             self._fail_batch(batch, errors.KafkaTimeoutError(msg), adjust_sequences=False)
 
         poll_timeout = min(result.next_ready_check_delay_ms, not_ready_timeout)
-        if ready_nodes and not (
-            self._transactional and self.transaction_manager.awaiting_partitions()
-        ):
+        if ready_nodes and not (self._txn is not None and self._txn.awaiting_partitions()):
             # (a partition waiting to join the transaction is ready but not drainable: the
             # AddPartitionsToTxn answer wakes the poll)
             poll_timeout = 0
@@ -526,9 +327,7 @@ class Sender:
     # ------------------------------------------------------------------ produce requests
     def _client_request(
         self, node_id: int, request: Any, version: int, now: int, callback: Callable[[Any], None]
-    ) -> Any:
-        from cproducer.network.network_client import ClientRequest
-
+    ) -> ClientRequest:
         return ClientRequest(
             node_id=node_id,
             request=request,
@@ -555,9 +354,7 @@ class Sender:
             acks=self.acks,
             timeout_ms=self.request_timeout_ms,
             topic_data=topic_data,
-            transactional_id=self.transaction_manager.transactional_id
-            if self._transactional
-            else None,
+            transactional_id=self._transactional_id,
         )
         version = self.client.api_version_for(node_id, ProduceRequest)
         m = self.metrics
