@@ -177,11 +177,9 @@ class NetworkClient:
         jitter, the least-loaded node's starting point); default: a generator of its own."""
         self.client_id = client_id
         self.reconnect_backoff_ms = reconnect_backoff_ms
-        self.reconnect_backoff_max_ms = max(reconnect_backoff_max_ms, reconnect_backoff_ms)
         self.request_timeout_ms = request_timeout_ms
         self.max_in_flight = max_in_flight_requests_per_connection
         self.setup_timeout_ms = socket_connection_setup_timeout_ms
-        self.setup_timeout_max_ms = socket_connection_setup_timeout_max_ms
         self.send_buffer_bytes = send_buffer_bytes
         self.receive_buffer_bytes = receive_buffer_bytes
         self.connections_max_idle_ms = connections_max_idle_ms
@@ -192,7 +190,7 @@ class NetworkClient:
         self._reconnect_backoff = ExponentialBackoff(
             reconnect_backoff_ms,
             _BACKOFF_EXP_BASE,
-            self.reconnect_backoff_max_ms,
+            max(reconnect_backoff_max_ms, reconnect_backoff_ms),
             _BACKOFF_JITTER,
             self._random,
         )
@@ -688,9 +686,6 @@ class NetworkClient:
             conn = self._conns.get(node_id)
             return 0 if conn is None else len(conn.in_flight)
         return sum(len(c.in_flight) for c in self._conns.values())
-
-    def has_in_flight_requests(self, node_id: Optional[int] = None) -> bool:
-        return self.in_flight_request_count(node_id) > 0
 
     def disconnect(self, node_id: int) -> None:
         conn = self._conns.get(node_id)

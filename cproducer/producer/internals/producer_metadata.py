@@ -20,7 +20,7 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from cproducer import errors
-from cproducer.cluster import Cluster, Node, PartitionInfo, TopicPartition
+from cproducer.cluster import Cluster, PartitionInfo, TopicPartition
 from cproducer.protocol import MetadataRequest
 from cproducer.utils.backoff import ExponentialBackoff
 from cproducer.utils.time import SYSTEM_CLOCK
@@ -78,13 +78,6 @@ class ProducerMetadata:
     @property
     def topics(self) -> List[str]:
         return list(self._topics)
-
-    def contains_topic(self, topic: str) -> bool:
-        return topic in self._topics
-
-    @property
-    def update_version(self) -> int:
-        return self.version
 
     # ------------------------------------------------------------------ bootstrap / topics
     def bootstrap(self, addresses: Sequence[Tuple[str, int]]) -> None:
@@ -267,6 +260,3 @@ class ProducerMetadata:
         with self._lock:
             self._closed = True
             self._updated.notify_all()
-
-    def nodes_for_bootstrap(self) -> List[Node]:
-        return self._cluster.nodes
