@@ -88,6 +88,11 @@ class BufferExhaustedError(KafkaTimeoutError):
     """No memory could be allocated from the BufferPool within ``max.block.ms``."""
 
 
+class CommitFailedError(KafkaError):
+    """Offsets could not be committed: the consumer group moved on (a rebalance) since the
+    consumer's group metadata was taken (Java's CommitFailedException)."""
+
+
 class TransactionAbortedError(KafkaError):
     """The record was not sent: its transaction was aborted before it could be (Java's
     TransactionAbortedException)."""

@@ -61,7 +61,6 @@ def _shared_names() -> List[str]:
     """The kafka.errors classes cproducer has by the same name: all of the broker codes', the
     producer's and the client-side ones above."""
     names = {c.__name__ for c in _kp_codes().values()} | _kp_producer_names() | set(CLIENT_NAMES)
-    names.discard("CommitFailedError")  # a consumer's error; see the test below
     return sorted(names)
 
 
@@ -148,9 +147,6 @@ def test_cproducer_names_keep_working() -> None:
     assert issubclass(errors.InvalidPartitionError, ValueError)
     assert issubclass(errors.RecordTooLargeError, ValueError)
     assert errors.error_class(3) is errors.UnknownTopicOrPartitionError
-    # CommitFailedError is the consumer's; a fenced consumer group fails a transaction's offsets
-    # with the broker's own error (UnknownMemberIdError, IllegalGenerationError, ...)
-    assert not hasattr(errors, "CommitFailedError")
 
 
 def test_for_code_and_exception_for() -> None:

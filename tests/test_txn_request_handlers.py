@@ -145,5 +145,6 @@ def test_offsets_of_a_fenced_consumer_fail_and_make_the_transaction_abortable() 
     assert tm.pending_offsets is not None and tm.pending_offsets.group_coordinator is None
     body = TxnOffsetCommitResponse(0, {("t", 0): ErrorCode.UNKNOWN_MEMBER_ID})
     handler.on_complete(answered(body), NOW)
-    assert isinstance(result.error, errors.UnknownMemberIdError)
+    assert isinstance(result.error, errors.CommitFailedError)  # as Java's and kafka-python's
+    assert isinstance(result.error.__cause__, errors.UnknownMemberIdError)
     assert tm.state is ABORTABLE_ERROR

@@ -341,7 +341,15 @@ class TxnOffsetCommitHandler(TxnRequestHandler):
             self.retry(now)
         elif isinstance(worst, FATAL_TXN_ERRORS):
             tm.transition_to_fatal_error(worst)
-        else:  # e.g. UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION: the consumer was fenced
+        elif isinstance(worst, (errors.UnknownMemberIdError, errors.IllegalGenerationError)):
+            # the consumer rebalanced since its group metadata was taken (Java, kafka-python)
+            failed = errors.CommitFailedError(
+                f"the transaction's offsets were refused: the consumer group's metadata is "
+                f"stale ({worst})"
+            )
+            failed.__cause__ = worst
+            tm.offsets_stage_done(failed)
+        else:  # e.g. GROUP_AUTHORIZATION_FAILED, FENCED_INSTANCE_ID
             tm.offsets_stage_done(worst)
 
 
