@@ -251,7 +251,9 @@ _ALIASES.update(
 _ALIASES.update({d.java_name: d.java_name for d in _DEFS})
 
 #: Settings that are not Kafka configs but hooks (tests, the future test proxy).
-_HOOKS = ("time_ms", "socket_factory", "random", "ssl_context")
+#: ``clock``: a cproducer.utils.time.Clock; ``time_ms``: a function of ms for both of its clocks;
+#: ``random``: the built-in partitioner's zero-argument int source
+_HOOKS = ("clock", "time_ms", "socket_factory", "random", "ssl_context")
 
 _client_ids = itertools.count(1)
 

@@ -25,7 +25,13 @@ import time
 import weakref
 from typing import Any, List, Optional, Tuple
 
-from cproducer.errors import KafkaError, KafkaTimeoutError, for_code
+from cproducer.errors import (
+    KafkaError,
+    KafkaTimeoutError,
+    NoError,
+    TopicAlreadyExistsError,
+    exception_for,
+)
 from cproducer.protocol import (
     ApiVersionsRequest,
     CreateTopicsRequest,
@@ -111,14 +117,14 @@ def create_topic(
     host, port = _parse(bootstrap)
     resp = request(host, port, CreateTopicsRequest([NewTopic(name, partitions)]), 4)
     for t in resp.topics:
-        err = for_code(t.error_code, t.error_message)
-        if err is not None and not (if_missing and t.error_code == 36):  # TOPIC_ALREADY_EXISTS
+        err = exception_for(t.error_code, t.error_message)
+        if err is not None and not (if_missing and isinstance(err, TopicAlreadyExistsError)):
             raise err
     deadline = time.monotonic() + timeout
     while True:
         md = request(host, port, MetadataRequest([name], allow_auto_topic_creation=False), 7)
         for t in md.topics:
-            if t.name == name and t.error_code == 0 and t.partitions:
+            if t.name == name and t.error_code == NoError.errno and t.partitions:
                 if all(p.leader_id >= 0 for p in t.partitions):
                     return
         if time.monotonic() > deadline:
@@ -208,7 +214,7 @@ class LocalBroker:
                 )
             try:
                 resp = request(self.host, self.port, ApiVersionsRequest(), 0, timeout=1.0)
-                if resp.error_code == 0:
+                if resp.error_code == NoError.errno:
                     return
             except (OSError, KafkaError) as exc:
                 last = exc

@@ -18,6 +18,8 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
+from cproducer.errors import BrokerResponseError
+
 
 class Stats:
     """Java's ProducerPerformance.Stats: a window line every 5 s, the final line at the end.
@@ -99,11 +101,14 @@ class Stats:
             flush=True,
         )
         if self.errors:
-            print(
-                f"{self.errors} records failed; the first: "
-                f"{type(self.first_error).__name__}: {self.first_error}",
-                flush=True,
+            first = self.first_error
+            # a broker error's str already names its class and code
+            named = (
+                first
+                if isinstance(first, BrokerResponseError)
+                else f"{type(first).__name__}: {first}"
             )
+            print(f"{self.errors} records failed; the first: {named}", flush=True)
         s["errors"] = self.errors
         return s
 

@@ -25,7 +25,7 @@ def topic(name, n=2, err=0, leader=1, epoch=0):
 
 
 def test_add_update_fetch_and_versions() -> None:
-    md = ProducerMetadata(time_ms=lambda: 0)
+    md = ProducerMetadata(topic_time_ms=lambda: 0)
     md.bootstrap([("h", 9092)])
     assert [n.id for n in md.fetch().nodes] == [-1]
     md.add("t", 0)
@@ -57,7 +57,10 @@ def test_await_update_wakes_across_threads_and_times_out() -> None:
 
 def test_refresh_backoff_and_max_age_with_fake_clock() -> None:
     md = ProducerMetadata(
-        refresh_backoff_ms=100, refresh_backoff_max_ms=800, metadata_max_age_ms=10_000
+        refresh_backoff_ms=100,
+        refresh_backoff_max_ms=800,
+        metadata_max_age_ms=10_000,
+        random=lambda: 0.5,  # a jitter factor of exactly 1
     )
     md.add("t", 0)
     md.update(response(topic("t")), False, 1000)
@@ -70,7 +73,7 @@ def test_refresh_backoff_and_max_age_with_fake_clock() -> None:
     for _ in range(6):
         md.failed_update(now)
         backoffs.append(md.time_to_next_update(now))
-    assert backoffs[0] < backoffs[3] and max(backoffs) <= 800
+    assert backoffs == [100, 200, 400, 800, 800, 800]  # Java's backoff(attempts - 1)
 
 
 def test_unknown_topic_is_retried_and_invalid_topic_raises() -> None:
@@ -86,11 +89,15 @@ def test_unknown_topic_is_retried_and_invalid_topic_raises() -> None:
 
 
 def test_idle_topics_expire() -> None:
-    md = ProducerMetadata(metadata_max_idle_ms=5000)
+    sending_side_now = [0]
+    md = ProducerMetadata(metadata_max_idle_ms=5000, topic_time_ms=lambda: sending_side_now[0])
     md.add("old", 0)
     md.add("fresh", 0)
     md.add("fresh", 9000)
-    req, _ = md.new_metadata_request(9000)
+    req, _ = md.new_metadata_request(40)  # the client's clock does not decide
+    assert md.topics == ["old", "fresh"]
+    sending_side_now[0] = 9000
+    req, _ = md.new_metadata_request(41)
     assert "old" not in md.topics and md.topics == ["fresh"]
     assert "old" not in (req.topics or [])
 

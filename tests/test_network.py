@@ -13,8 +13,9 @@ import pytest
 
 from cproducer import errors
 from cproducer.cluster import Node
-from cproducer.network.network_client import ClientRequest, NetworkClient
+from cproducer.network.network_client import ClientRequest, ConnectionState, NetworkClient
 from cproducer.protocol import MetadataRequest, Writer
+from cproducer.utils.time import ManualClock
 
 
 def api_versions_body() -> bytes:
@@ -83,14 +84,6 @@ class ScriptedBroker:
         self.srv.close()
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000_000
-
-    def __call__(self) -> int:
-        return self.now
-
-
 def run_until(client: NetworkClient, node: Node, done, timeout_s: float = 5.0) -> List:
     out = []
     deadline = time.monotonic() + timeout_s
@@ -154,22 +147,22 @@ def test_unreachable_port_reconnect_backoff_grows_with_fake_clock() -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    clock = Clock()
+    clock = ManualClock()
     client = NetworkClient(
-        "t", reconnect_backoff_ms=100, reconnect_backoff_max_ms=1600, time_ms=clock
+        "t", reconnect_backoff_ms=100, reconnect_backoff_max_ms=1600, clock=clock
     )
     node = Node(1, "127.0.0.1", port)
     delays: List[int] = []
     try:
         for _ in range(6):
-            assert not client.ready(node, clock.now)
+            assert not client.ready(node, clock.monotonic_ms())
             deadline = time.monotonic() + 5
-            while client.connection_state(node.id) != "disconnected":
-                client.poll(10, clock.now)
+            while client.connection_state(node.id) is not ConnectionState.DISCONNECTED:
+                client.poll(10, clock.monotonic_ms())
                 assert time.monotonic() < deadline
-            delay = client.connection_delay(node, clock.now)
+            delay = client.connection_delay(node, clock.monotonic_ms())
             delays.append(delay)
-            clock.now += delay
+            clock.sleep(delay)
         assert all(80 <= d for d in delays)
         assert delays[-1] > delays[0] * 4  # exponential growth ...
         assert max(delays) <= 1600  # ... up to the cap
@@ -209,3 +202,53 @@ def test_wakeup_interrupts_poll() -> None:
         assert time.monotonic() - t0 < 2
     finally:
         client.close()
+
+
+def test_a_wall_clock_step_times_out_no_request() -> None:
+    srv = ScriptedBroker("silent")
+    node = Node(1, "127.0.0.1", srv.port)
+    clock = ManualClock()
+    client = NetworkClient("t", clock=clock)
+    try:
+        connect(client, node)
+        sink: List = []
+        client.send(metadata_request(node, sink, timeout_ms=200), client.time_ms())
+        clock.step_wall_clock(3_600_000)  # an hour forward, then an hour back
+        client.poll(0, client.time_ms())
+        clock.step_wall_clock(-7_200_000)
+        client.poll(0, client.time_ms())
+        assert not sink and client.in_flight_request_count(node.id) == 1
+        clock.sleep(200)  # time itself passes: now it is late
+        client.poll(0, client.time_ms())
+        assert sink and sink[0].timed_out
+    finally:
+        client.close()
+        srv.close()
+
+
+def test_an_idle_connection_is_closed_after_connections_max_idle_ms() -> None:
+    srv = ScriptedBroker("silent")
+    node = Node(1, "127.0.0.1", srv.port)
+    clock = ManualClock()
+    client = NetworkClient("t", clock=clock, connections_max_idle_ms=1000, request_timeout_ms=5000)
+    try:
+        connect(client, node)
+        clock.sleep(999)
+        client.poll(0, client.time_ms())
+        assert client.connection_state(node.id) is ConnectionState.READY
+        sink: List = []
+        client.send(metadata_request(node, sink), client.time_ms())
+        clock.sleep(4000)  # a request in flight: the connection is not idle
+        client.poll(0, client.time_ms())
+        assert client.connection_state(node.id) is ConnectionState.READY and not sink
+        client.disconnect(node.id)  # fails the request; connect again and stay idle
+        assert sink and sink[0].disconnected
+        clock.sleep(10_000)  # past the reconnect backoff
+        connect(client, node)
+        clock.sleep(1000)
+        client.poll(0, client.time_ms())
+        assert client.connection_state(node.id) is ConnectionState.DISCONNECTED
+        assert client.connection_delay(node, client.time_ms()) > 0  # reconnects when asked
+    finally:
+        client.close()
+        srv.close()

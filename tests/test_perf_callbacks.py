@@ -39,4 +39,5 @@ def test_shared_callback_latency_from_timestamp_and_failures_reported(capsys: An
     summary = stats.print_total()
     assert summary["errors"] == 10
     out = capsys.readouterr().out
-    assert "10 records failed; the first: RecordTooLargeError: record 3 refused" in out
+    first = "[Error 10] MessageSizeTooLargeError: record 3 refused"
+    assert f"10 records failed; the first: {first}" in out

@@ -8,6 +8,7 @@ from cproducer.cluster import TopicPartition
 from cproducer.producer.internals.producer_batch import ProducerBatch
 from cproducer.producer.internals.sender import Sender
 from cproducer.record.record_batch_builder import RecordBatchBuilder
+from cproducer.utils.time import ManualClock
 
 A, B = TopicPartition("t", 0), TopicPartition("t", 1)
 
@@ -37,8 +38,7 @@ def sender(accumulator: Any, ordered: bool) -> Sender:
         retries=3,
         request_timeout_ms=100,
         delivery_timeout_ms=1000,
-        retry_backoff_ms=10,
-        time_ms=lambda: 0,
+        clock=ManualClock(),
     )
 
 

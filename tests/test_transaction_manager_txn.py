@@ -16,18 +16,31 @@ from cproducer.producer.internals.transaction_manager import (
     ConsumerGroupMetadata,
     TransactionManager,
 )
+from cproducer.producer.internals.txn_request_handlers import (
+    AddOffsetsToTxnHandler,
+    AddPartitionsToTxnHandler,
+    EndTxnHandler,
+    FindCoordinatorHandler,
+    InitProducerIdHandler,
+    TxnOffsetCommitHandler,
+)
+from cproducer.protocol import KEY_TYPE_GROUP
 from tests.test_transaction_manager import FakeBatch, drain
 
 TP0 = TopicPartition("t", 0)
 TP1 = TopicPartition("t", 1)
 
 
+def is_group_lookup(handler: object) -> bool:
+    return isinstance(handler, FindCoordinatorHandler) and handler.key_type == KEY_TYPE_GROUP
+
+
 def initialized() -> TransactionManager:
     tm = TransactionManager("tx-1", 30000)
     result = tm.initialize_transactions()
-    assert tm.next_transactional_request(False).kind == "find_coordinator"
+    assert isinstance(tm.next_transactional_request(False), FindCoordinatorHandler)
     tm.coordinator = Node(1, "h", 9092)
-    assert tm.next_transactional_request(False).kind == "init_producer_id"
+    assert isinstance(tm.next_transactional_request(False), InitProducerIdHandler)
     tm.producer_id_initialized(7, 0)
     assert result.is_completed and result.error is None
     assert tm.state == READY
@@ -40,7 +53,7 @@ def in_transaction_with_tp0() -> TransactionManager:
     tm.begin_transaction()
     tm.is_send_to_partition_allowed(TP0)
     req = tm.next_transactional_request(True)
-    assert req.kind == "add_partitions" and req.partitions == [TP0]
+    assert isinstance(req, AddPartitionsToTxnHandler) and req.partitions == [TP0]
     tm.partitions_added(req.partitions)
     return tm
 
@@ -83,7 +96,7 @@ def test_partitions_join_the_transaction_before_their_batches_drain() -> None:
     assert not tm.is_send_to_partition_allowed(TP0)
     assert not tm.is_send_to_partition_allowed(TP1)
     req = tm.next_transactional_request(True)
-    assert req.kind == "add_partitions" and req.partitions == [TP0, TP1]
+    assert isinstance(req, AddPartitionsToTxnHandler) and req.partitions == [TP0, TP1]
     # one AddPartitionsToTxn at a time; the partitions in flight are not asked for again
     assert not tm.is_send_to_partition_allowed(TP0)
     assert tm.next_transactional_request(True) is None
@@ -91,7 +104,7 @@ def test_partitions_join_the_transaction_before_their_batches_drain() -> None:
     tm.add_partitions_failed(retry=True)  # TP1 failed (e.g. CONCURRENT_TRANSACTIONS)
     assert tm.is_send_to_partition_allowed(TP0)
     req = tm.next_transactional_request(True)
-    assert req.kind == "add_partitions" and req.partitions == [TP1]
+    assert isinstance(req, AddPartitionsToTxnHandler) and req.partitions == [TP1]
     tm.partitions_added([TP1])
     assert tm.is_send_to_partition_allowed(TP1)
     assert not tm.awaiting_partitions()
@@ -103,7 +116,7 @@ def test_commit_waits_for_incomplete_batches_then_sends_end_txn() -> None:
     assert tm.begin_commit() is result  # a second call after a timeout waits for the same
     assert tm.next_transactional_request(accumulator_has_incomplete=True) is None
     req = tm.next_transactional_request(accumulator_has_incomplete=False)
-    assert req.kind == "end_txn" and req.committed
+    assert isinstance(req, EndTxnHandler) and req.committed
     assert not result.is_completed
     tm.end_txn_succeeded()
     assert result.is_completed and result.error is None
@@ -132,7 +145,7 @@ def test_a_failed_record_makes_the_transaction_abortable() -> None:
     result = tm.begin_abort()
     assert tm.state == ABORTING_TRANSACTION
     req = tm.next_transactional_request(False)
-    assert req.kind == "end_txn" and not req.committed
+    assert isinstance(req, EndTxnHandler) and not req.committed
     tm.end_txn_succeeded()
     assert result.is_completed and result.error is None and tm.state == READY
 
@@ -176,7 +189,7 @@ def test_out_of_order_sequence_bumps_the_epoch_after_the_abort() -> None:
     tm.end_txn_succeeded()
     assert not abort.is_completed  # the epoch is bumped first
     req = tm.next_transactional_request(False)
-    assert req.kind == "init_producer_id"
+    assert isinstance(req, InitProducerIdHandler)
     tm.producer_id_initialized(7, 1)
     assert abort.is_completed and tm.state == READY
     assert tm.producer_id_and_epoch == (7, 1)
@@ -188,10 +201,10 @@ def test_a_lost_coordinator_is_looked_up_again() -> None:
     tm.begin_transaction()
     tm.is_send_to_partition_allowed(TP0)
     tm.coordinator_unknown()
-    assert tm.next_transactional_request(True).kind == "find_coordinator"
+    assert isinstance(tm.next_transactional_request(True), FindCoordinatorHandler)
     assert tm.pending_partitions == {TP0}  # still wanted
     tm.coordinator = Node(2, "h2", 9092)
-    assert tm.next_transactional_request(True).kind == "add_partitions"
+    assert isinstance(tm.next_transactional_request(True), AddPartitionsToTxnHandler)
 
 
 def test_idempotent_only_manager_is_unchanged() -> None:
@@ -211,18 +224,18 @@ def test_send_offsets_walks_add_offsets_then_the_group_coordinator() -> None:
     result = tm.send_offsets_to_transaction({TP0: (5, -1, None)}, ConsumerGroupMetadata("g"))
     with pytest.raises(errors.IllegalStateError, match="earlier call"):
         tm.send_offsets_to_transaction({TP0: (6, -1, None)}, ConsumerGroupMetadata("g"))
-    assert tm.next_transactional_request(False).kind == "add_offsets"
+    assert isinstance(tm.next_transactional_request(False), AddOffsetsToTxnHandler)
     tm.offsets_stage_done(None)
-    assert tm.next_transactional_request(False).kind == "find_group_coordinator"
+    assert is_group_lookup(tm.next_transactional_request(False))
     tm.pending_offsets.group_coordinator = Node(3, "g", 9092)
-    assert tm.next_transactional_request(False).kind == "txn_offset_commit"
+    assert isinstance(tm.next_transactional_request(False), TxnOffsetCommitHandler)
     assert not result.is_completed
     tm.offsets_stage_done(None)
     assert result.is_completed and result.error is None and tm.pending_offsets is None
     # offsets alone make the transaction worth an EndTxn
     tm.begin_commit()
     req = tm.next_transactional_request(False)
-    assert req.kind == "end_txn" and req.committed
+    assert isinstance(req, EndTxnHandler) and req.committed
 
 
 def test_offsets_refused_by_the_group_make_the_transaction_abortable() -> None:
@@ -230,8 +243,7 @@ def test_offsets_refused_by_the_group_make_the_transaction_abortable() -> None:
     tm.begin_transaction()
     result = tm.send_offsets_to_transaction({TP0: (5, -1, None)}, ConsumerGroupMetadata("g"))
     tm.offsets_stage_done(None)
-    fenced_member = errors.for_code(25)  # UNKNOWN_MEMBER_ID
-    assert fenced_member is not None
+    fenced_member = errors.UnknownMemberIdError("the group has a newer generation")
     tm.offsets_stage_done(fenced_member)
     assert result.error is fenced_member and tm.state == ABORTABLE_ERROR
 
@@ -259,7 +271,7 @@ def test_the_accumulator_drains_a_partition_only_once_it_joined_and_marks_batche
     append(a, c, 0)
     assert a.drain(c, {1}, 1 << 20, 0).get(1, []) == []
     req = tm.next_transactional_request(True)
-    assert req.kind == "add_partitions" and req.partitions == [TopicPartition("t", 0)]
+    assert isinstance(req, AddPartitionsToTxnHandler) and req.partitions == [TopicPartition("t", 0)]
     assert a.drain(c, {1}, 1 << 20, 0).get(1, []) == []  # the answer has not come yet
     tm.partitions_added(req.partitions)
     (batch,) = a.drain(c, {1}, 1 << 20, 0)[1]

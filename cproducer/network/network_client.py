@@ -4,8 +4,11 @@ One connection per node, driven by ``selectors`` from the Sender thread's ``poll
 goes connecting → checking_api_versions (the client sends ApiVersions itself) → ready. Requests are
 written with gather writes (``socket.sendmsg`` over the frame's parts: record batches are never
 copied into one bytes object); responses are matched to requests in order by correlation id.
-Reconnects back off exponentially with jitter; a request that outlives ``request.timeout.ms``
-closes its connection and fails every request in flight on it, as in Java. A peer that sends
+Reconnects back off exponentially with jitter, and each new attempt of a node that failed gets a
+longer connection setup timeout (Java's ``ExponentialBackoff``s, base 2, jitter 0.2); a request
+that outlives ``request.timeout.ms`` closes its connection and fails every request in flight on
+it, as in Java; a connection with nothing in flight for ``connections.max.idle.ms`` is closed.
+Every time here is the clock's monotonic ms: a wall-clock step times nothing out. A peer that sends
 garbage (bad length, wrong correlation id, undecodable frame) is disconnected with a logged reason.
 
 The socket factory is injectable: TLS, or a test proxy that presents virtual brokers, can slot in.
@@ -14,9 +17,10 @@ The socket factory is injectable: TLS, or a test proxy that presents virtual bro
 
 from __future__ import annotations
 
+import enum
 import errno
 import logging
-import random
+import random as _random
 import selectors
 import socket
 import struct
@@ -36,6 +40,8 @@ from cproducer.protocol import (
     encode_request,
     is_flexible,
 )
+from cproducer.utils.backoff import ExponentialBackoff
+from cproducer.utils.time import SYSTEM_CLOCK, Clock
 
 log = logging.getLogger("cproducer.network.network_client")
 
@@ -45,16 +51,27 @@ _RECV_CHUNK = 256 * 1024
 # "no limit" for a delay (Java's Long.MAX_VALUE); callers take the min with their own bounds
 NO_DELAY_LIMIT_MS = 2**62
 
-DISCONNECTED, CONNECTING, CHECKING_API_VERSIONS, READY = (
-    "disconnected",
-    "connecting",
-    "checking_api_versions",
-    "ready",
-)
+# Java's RECONNECT_BACKOFF_EXP_BASE / _JITTER and CONNECTION_SETUP_TIMEOUT_EXP_BASE / _JITTER
+_BACKOFF_EXP_BASE = 2
+_BACKOFF_JITTER = 0.2
 
 
-def _wall_ms() -> int:
-    return int(time.time() * 1000)
+class ConnectionState(enum.Enum):
+    """Where a node's connection is (Java's ``ConnectionState``)."""
+
+    DISCONNECTED = "disconnected"
+    CONNECTING = "connecting"
+    CHECKING_API_VERSIONS = "checking_api_versions"
+    READY = "ready"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+DISCONNECTED = ConnectionState.DISCONNECTED
+CONNECTING = ConnectionState.CONNECTING
+CHECKING_API_VERSIONS = ConnectionState.CHECKING_API_VERSIONS
+READY = ConnectionState.READY
 
 
 def default_socket_factory(
@@ -111,7 +128,7 @@ class _Connection:
     host: str
     port: int
     sock: Any
-    state: str
+    state: ConnectionState
     started_ms: int
     api_versions: Dict[int, Tuple[int, int]] = field(default_factory=dict)
     # frames waiting to be written: (parts, request); the head may be partly written
@@ -137,14 +154,6 @@ class _NodeBackoff:
         self.setup_timeout_ms = 0
 
 
-def _exp_backoff(base: int, cap: int, attempts: int) -> int:
-    """Java's ExponentialBackoff(base, 2, cap, 0.2)."""
-    if cap <= base:
-        return cap
-    term = base * (2 ** min(attempts, 30))
-    return int(min(term * random.uniform(0.8, 1.2), cap))
-
-
 class NetworkClient:
     def __init__(
         self,
@@ -159,26 +168,44 @@ class NetworkClient:
         send_buffer_bytes: int = 131072,
         receive_buffer_bytes: int = 32768,
         connections_max_idle_ms: int = 540000,
-        time_ms: Callable[[], int] = _wall_ms,
+        clock: Clock = SYSTEM_CLOCK,
         socket_factory: Callable[..., Any] = default_socket_factory,
         max_response_size: int = 100 * 1024 * 1024,
+        random: Optional[Callable[[], float]] = None,
     ) -> None:
+        """``random``: a zero-argument function returning a float in [0, 1) (the backoffs'
+        jitter, the least-loaded node's starting point); default: a generator of its own."""
         self.client_id = client_id
         self.reconnect_backoff_ms = reconnect_backoff_ms
-        self.reconnect_backoff_max_ms = max(reconnect_backoff_max_ms, reconnect_backoff_ms)
         self.request_timeout_ms = request_timeout_ms
         self.max_in_flight = max_in_flight_requests_per_connection
         self.setup_timeout_ms = socket_connection_setup_timeout_ms
-        self.setup_timeout_max_ms = socket_connection_setup_timeout_max_ms
         self.send_buffer_bytes = send_buffer_bytes
         self.receive_buffer_bytes = receive_buffer_bytes
         self.connections_max_idle_ms = connections_max_idle_ms
-        self.time_ms = time_ms
+        self.clock = clock
+        #: now, in the clock's monotonic ms (what every ``now_ms`` argument here is)
+        self.time_ms: Callable[[], int] = clock.monotonic_ms
+        self._random = random if random is not None else _random.Random().random
+        self._reconnect_backoff = ExponentialBackoff(
+            reconnect_backoff_ms,
+            _BACKOFF_EXP_BASE,
+            max(reconnect_backoff_max_ms, reconnect_backoff_ms),
+            _BACKOFF_JITTER,
+            self._random,
+        )
+        self._setup_timeout = ExponentialBackoff(
+            socket_connection_setup_timeout_ms,
+            _BACKOFF_EXP_BASE,
+            max(socket_connection_setup_timeout_max_ms, socket_connection_setup_timeout_ms),
+            _BACKOFF_JITTER,
+            self._random,
+        )
         self.socket_factory = socket_factory
         self.max_response_size = max_response_size
         self._selector = selectors.DefaultSelector()
         self._conns: Dict[int, _Connection] = {}
-        self._backoff: Dict[int, _NodeBackoff] = {}
+        self._node_backoff: Dict[int, _NodeBackoff] = {}
         self._correlation = 0
         self._completed: List[ClientResponse] = []
         self._wake_r, self._wake_w = socket.socketpair()
@@ -209,12 +236,12 @@ class NetworkClient:
             and len(conn.send_queue) == 0
         )
 
-    def connection_state(self, node_id: int) -> str:
+    def connection_state(self, node_id: int) -> ConnectionState:
         conn = self._conns.get(node_id)
         return DISCONNECTED if conn is None else conn.state
 
     def _can_connect(self, node: Any, now_ms: int) -> bool:
-        b = self._backoff.get(node.id)
+        b = self._node_backoff.get(node.id)
         return b is None or now_ms - b.last_attempt_ms >= b.backoff_ms
 
     def connection_delay(self, node: Any, now_ms: int) -> int:
@@ -227,13 +254,13 @@ class NetworkClient:
         conn = self._conns.get(node.id)
         if conn is not None:
             return NO_DELAY_LIMIT_MS
-        b = self._backoff.get(node.id)
+        b = self._node_backoff.get(node.id)
         if b is None:
             return 0
         return max(b.last_attempt_ms + b.backoff_ms - now_ms, 0)
 
     def connection_failed(self, node: Any) -> bool:
-        b = self._backoff.get(node.id)
+        b = self._node_backoff.get(node.id)
         return b is not None and b.failures > 0 and node.id not in self._conns
 
     def ready(self, node: Any, now_ms: int) -> bool:
@@ -247,7 +274,7 @@ class NetworkClient:
         return False
 
     def _initiate_connect(self, node: Any, now_ms: int) -> None:
-        b = self._backoff.setdefault(node.id, _NodeBackoff())
+        b = self._node_backoff.setdefault(node.id, _NodeBackoff())
         b.last_attempt_ms = now_ms
         try:
             sock = self.socket_factory(
@@ -260,18 +287,14 @@ class NetworkClient:
         conn = _Connection(node.id, node.host, node.port, sock, CONNECTING, now_ms)
         conn.tls = hasattr(sock, "wants_write")
         conn.last_activity_ms = now_ms
-        b.setup_timeout_ms = _exp_backoff(
-            self.setup_timeout_ms, self.setup_timeout_max_ms, b.failures
-        )
+        b.setup_timeout_ms = self._setup_timeout.backoff(b.failures)
         self._conns[node.id] = conn
         self._selector.register(sock, selectors.EVENT_WRITE, conn)
         log.debug("connecting to node %s at %s:%s", node.id, node.host, node.port)
 
     def _record_failure(self, node_id: int) -> None:
-        b = self._backoff.setdefault(node_id, _NodeBackoff())
-        b.backoff_ms = _exp_backoff(
-            self.reconnect_backoff_ms, self.reconnect_backoff_max_ms, b.failures
-        )
+        b = self._node_backoff.setdefault(node_id, _NodeBackoff())
+        b.backoff_ms = self._reconnect_backoff.backoff(b.failures)
         b.failures += 1
 
     def _connected(self, conn: _Connection, now_ms: int) -> None:
@@ -450,7 +473,7 @@ class NetworkClient:
         out = 2**31
         for conn in self._conns.values():
             if conn.state == CONNECTING:
-                b = self._backoff.get(conn.node_id)
+                b = self._node_backoff.get(conn.node_id)
                 limit = b.setup_timeout_ms if b else self.setup_timeout_ms
                 out = min(out, conn.started_ms + limit - now_ms)
             for req in conn.in_flight:
@@ -461,11 +484,22 @@ class NetworkClient:
     def _handle_timeouts(self, now_ms: int) -> None:
         for conn in list(self._conns.values()):
             if conn.state == CONNECTING:
-                b = self._backoff.get(conn.node_id)
+                b = self._node_backoff.get(conn.node_id)
                 limit = b.setup_timeout_ms if b else self.setup_timeout_ms
                 if now_ms - conn.started_ms >= limit:
                     reason = f"connection setup timed out after {limit} ms"
                     self._disconnect(conn, now_ms, reason, errors.NetworkError(reason))
+                continue
+            idle_ms = now_ms - conn.last_activity_ms
+            if (
+                idle_ms >= self.connections_max_idle_ms
+                and conn.state is READY
+                and not conn.in_flight
+                and not conn.send_queue
+            ):
+                # Java's Selector closes it too; a request later reconnects
+                reason = f"idle for {idle_ms} ms (connections.max.idle.ms)"
+                self._disconnect(conn, now_ms, reason, None)
                 continue
             for req in conn.in_flight:
                 if now_ms - req.created_ms >= req.request_timeout_ms:
@@ -546,20 +580,20 @@ class NetworkClient:
         return True
 
     def _handle_api_versions(self, conn: _Connection, response: Any, now_ms: int) -> bool:
-        if response.error_code == 35 and response.api_versions:
+        if response.error_code == errors.UnsupportedVersionError.errno and response.api_versions:
             # the broker does not speak our ApiVersions version: retry with its highest
             hi = response.api_versions.get(ApiVersionsRequest.API_KEY, (0, 0))[1]
             conn.api_versions_version = min(hi, ApiVersionsRequest.MAX_VERSION)
             self._send_api_versions(conn, now_ms)
             self._flush(conn, now_ms)
             return True
-        if response.error_code != 0:
+        if response.error_code != errors.NoError.errno:
             reason = f"ApiVersions failed with error {response.error_code}"
-            self._disconnect(conn, now_ms, reason, errors.for_code(response.error_code))
+            self._disconnect(conn, now_ms, reason, errors.exception_for(response.error_code))
             return False
         conn.api_versions = response.api_versions
         conn.state = READY
-        b = self._backoff.get(conn.node_id)
+        b = self._node_backoff.get(conn.node_id)
         if b is not None:
             b.failures = 0
             b.backoff_ms = 0
@@ -592,9 +626,9 @@ class NetworkClient:
         if conn.state != READY or timed_out:
             self._record_failure(conn.node_id)
         else:
-            b = self._backoff.setdefault(conn.node_id, _NodeBackoff())
+            b = self._node_backoff.setdefault(conn.node_id, _NodeBackoff())
             b.last_attempt_ms = now_ms
-            b.backoff_ms = self.reconnect_backoff_ms
+            b.backoff_ms = self._reconnect_backoff.backoff(0)
         failed = list(conn.in_flight)
         pending_no_response = [r for _, r in conn.send_queue if not r.expect_response]
         conn.in_flight.clear()
@@ -631,7 +665,7 @@ class NetworkClient:
         best, best_load = None, 2**31
         connecting = None
         candidate = None
-        offset = random.randrange(len(nodes)) if nodes else 0
+        offset = int(self._random() * len(nodes)) if nodes else 0
         for i in range(len(nodes)):
             node = nodes[(offset + i) % len(nodes)]
             conn = self._conns.get(node.id)
@@ -652,9 +686,6 @@ class NetworkClient:
             conn = self._conns.get(node_id)
             return 0 if conn is None else len(conn.in_flight)
         return sum(len(c.in_flight) for c in self._conns.values())
-
-    def has_in_flight_requests(self, node_id: Optional[int] = None) -> bool:
-        return self.in_flight_request_count(node_id) > 0
 
     def disconnect(self, node_id: int) -> None:
         conn = self._conns.get(node_id)
@@ -765,8 +796,6 @@ class DefaultMetadataUpdater:
         return max(self.client.connection_delay(node, now_ms), 1)
 
     def handle_disconnection(self, node_id: int) -> None:
-        # Java requests an update when a connection drops (the cluster may have changed)
+        # Java requests an update when a connection drops (the cluster may have changed); a
+        # metadata request in flight on it fails with it, and its on_response resets in_progress
         self.metadata.request_update()
-        if self.in_progress:
-            # the in-flight metadata request failed with the connection; on_response resets it
-            pass

@@ -34,6 +34,7 @@ from cproducer.producer.internals.transaction_manager import (
     IN_TRANSACTION,
     ConsumerGroupMetadata,
     TransactionManager,
+    TransactionState,
 )
 from cproducer.producer.partitioners import resolve_partitioner
 from cproducer.producer.send_many import append_columns, partitions_of_column, size_upper_bounds
@@ -45,16 +46,13 @@ from cproducer.record.record_batch_builder import (
     headers_size_in_bytes,
 )
 from cproducer.utils.murmur2 import partition_for_key
+from cproducer.utils.time import SYSTEM_CLOCK, as_clock
 
 log = logging.getLogger("cproducer.producer.kafka_producer")
 
 _TOPIC_RE = re.compile(r"[a-zA-Z0-9._-]+")
 _MAX_TOPIC_LENGTH = 249
 _BYTES_TYPES = (bytes, bytearray, memoryview)
-
-
-def _wall_clock_ms() -> int:
-    return int(time.time() * 1000)
 
 
 def _check_topic(topic: Any) -> None:
@@ -106,7 +104,17 @@ class KafkaProducer:
     def __init__(self, configs: Optional[Mapping[str, Any]] = None, **kwargs: Any) -> None:
         cfg = ProducerConfig(configs, **kwargs)
         self.config = cfg
-        self._time_ms: Callable[[], int] = cfg.hooks.get("time_ms", _wall_clock_ms)
+        if "clock" in cfg.hooks and "time_ms" in cfg.hooks:
+            raise errors.ConfigError("clock and time_ms: give one of the two (time_ms is older)")
+        clock = as_clock(cfg.hooks.get("clock", cfg.hooks.get("time_ms", SYSTEM_CLOCK)))
+        self._clock = clock
+        # The time batches are made, lingered and expired in. The C fast path (fast_send.pyx)
+        # appends with the wall clock, which is also its records' default timestamp, and writes
+        # the metadata's topic-use times with it: until it takes a monotonic time of its own, the
+        # other send paths, the Sender's accumulator calls and the metadata's topic expiry use
+        # the same clock. Everything else (requests, connections, the metadata refresh, the
+        # transactional backoff, max.block.ms) runs on the monotonic clock.
+        self._batch_time_ms: Callable[[], int] = clock.milliseconds
         self.client_id: str = cfg["client.id"]
         self._max_block_ms: int = cfg["max.block.ms"]
         self._max_request_size: int = cfg["max.request.size"]
@@ -127,12 +135,14 @@ class KafkaProducer:
             refresh_backoff_max_ms=cfg["retry.backoff.max.ms"],
             metadata_max_age_ms=cfg["metadata.max.age.ms"],
             metadata_max_idle_ms=cfg["metadata.max.idle.ms"],
-            time_ms=self._time_ms,
+            topic_time_ms=self._batch_time_ms,
         )
         self._metadata.bootstrap(cfg["bootstrap.servers"])
         self._pool = BufferPool(cfg["buffer.memory"], cfg["batch.size"])
         self._transaction_manager = (
-            TransactionManager(cfg["transactional.id"], cfg["transaction.timeout.ms"])
+            TransactionManager(
+                cfg["transactional.id"], cfg["transaction.timeout.ms"], cfg["retry.backoff.ms"]
+            )
             if cfg["enable.idempotence"]
             else None
         )
@@ -157,6 +167,7 @@ class KafkaProducer:
                 if codec in compression.DEFAULT_LEVELS
                 else None
             ),
+            random=cfg.hooks.get("random"),
         )
         client_kwargs: Dict[str, Any] = {}
         if "socket_factory" in cfg.hooks:
@@ -183,7 +194,7 @@ class KafkaProducer:
             send_buffer_bytes=cfg["send.buffer.bytes"],
             receive_buffer_bytes=cfg["receive.buffer.bytes"],
             connections_max_idle_ms=cfg["connections.max.idle.ms"],
-            time_ms=self._time_ms,
+            clock=clock,
             **client_kwargs,
         )
         acks = cfg["acks"]
@@ -198,10 +209,10 @@ class KafkaProducer:
             retries=cfg["retries"],
             request_timeout_ms=cfg["request.timeout.ms"],
             delivery_timeout_ms=cfg["delivery.timeout.ms"],
-            retry_backoff_ms=cfg["retry.backoff.ms"],
             transaction_manager=self._transaction_manager,
             client_id=self.client_id,
-            time_ms=self._time_ms,
+            clock=clock,
+            batch_time_ms=self._batch_time_ms,
         )
         self._fast: Optional[FastSend] = None
         if (
@@ -219,7 +230,7 @@ class KafkaProducer:
                 self._total_memory,
                 float(self._max_block_ms),
                 self._ignore_keys,
-                cfg.hooks.get("time_ms"),
+                None if clock is SYSTEM_CLOCK else self._batch_time_ms,
             )
             # the instance attribute wins over the method: send() goes straight into Cython
             self.send = self._fast.send  # type: ignore[method-assign]
@@ -228,7 +239,7 @@ class KafkaProducer:
                 fast = self._fast
                 fast.divert = True
 
-                def on_state_change(state: str) -> None:
+                def on_state_change(state: TransactionState) -> None:
                     fast.divert = self._closed or state != IN_TRANSACTION
 
                 self._transaction_manager.on_state_change = on_state_change  # type: ignore[union-attr]
@@ -282,7 +293,8 @@ class KafkaProducer:
             callback = self._intercepted_callback(callback)
         if topic not in self._valid_topics:
             _check_topic(topic)
-        now = self._time_ms()
+        start = self._clock.monotonic_ms()
+        now = self._batch_time_ms()
         version = self._metadata.version
         cluster = self._metadata.fetch()
         count = cluster.partition_count_for_topic(topic)
@@ -290,7 +302,7 @@ class KafkaProducer:
             version, cluster, count = self._wait_on_metadata(topic, partition, now)
         else:
             self._metadata.add(topic, now)
-        remaining_ms = self._max_block_ms - (self._time_ms() - now)
+        remaining_ms = self._max_block_ms - (self._clock.monotonic_ms() - start)
 
         key_bytes = self._serialize("key", self._key_serializer, topic, key)
         value_bytes = self._serialize("value", self._value_serializer, topic, value)
@@ -318,7 +330,7 @@ class KafkaProducer:
                 f"({self._total_memory})"
             )
         if timestamp_ms is None:
-            timestamp_ms = now
+            timestamp_ms = self._clock.milliseconds()
         result = self._accumulator.append(
             topic,
             part,
@@ -384,7 +396,7 @@ class KafkaProducer:
         kcol = None if keys is None else to_column(keys, "keys")
         if kcol is not None and kcol.n != n:
             raise ValueError(f"keys has {kcol.n} elements, values has {n}")
-        now = self._time_ms()
+        now = self._batch_time_ms()
         fixed_partition = None
         if isinstance(partition, int) and not isinstance(partition, bool):
             fixed_partition = partition
@@ -437,7 +449,7 @@ class KafkaProducer:
         else:
             parts = np.full(n, -1, dtype=np.int32)
         ts_array = None
-        ts_scalar = now
+        ts_scalar = self._clock.milliseconds()
         if timestamps is not None:
             if isinstance(timestamps, int):
                 ts_scalar = timestamps
@@ -531,7 +543,8 @@ class KafkaProducer:
         return partition_for_key(key_bytes, count)
 
     def _wait_on_metadata(self, topic: str, partition: Optional[int], now: int) -> Any:
-        """Java's waitOnMetadata: block until the topic (and partition) is known."""
+        """Java's waitOnMetadata: block until the topic (and partition) is known (at most
+        max.block.ms). ``now``: the batch time, for the topic's use time."""
         if partition is not None and (
             isinstance(partition, bool) or not isinstance(partition, int)
         ):
@@ -541,7 +554,7 @@ class KafkaProducer:
         if partition is not None and partition < 0:
             raise errors.InvalidPartitionError(f"partition must be >= 0, got {partition}")
         self._metadata.add(topic, now)
-        begin = self._time_ms()
+        begin = self._clock.monotonic_ms()
         version = self._metadata.version
         cluster = self._metadata.fetch()
         count = cluster.partition_count_for_topic(topic)
@@ -557,7 +570,7 @@ class KafkaProducer:
                         f"{count} partitions (0..{count - 1})"
                     )
                 refreshed_for_partition = True
-            elapsed = self._time_ms() - begin
+            elapsed = self._clock.monotonic_ms() - begin
             remaining = self._max_block_ms - elapsed
             if remaining <= 0:
                 raise errors.KafkaTimeoutError(
@@ -694,7 +707,7 @@ class KafkaProducer:
         if self._closed:
             raise errors.ProducerClosedError("the producer is closed")
         _check_topic(topic)
-        _version, cluster, _count = self._wait_on_metadata(topic, None, self._time_ms())
+        _version, cluster, _count = self._wait_on_metadata(topic, None, self._batch_time_ms())
         return {p.partition for p in cluster.partitions_for_topic(topic)}
 
     def metrics(self) -> Dict[str, Any]:

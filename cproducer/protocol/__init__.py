@@ -24,6 +24,7 @@ from cproducer.protocol.create_topics import (
     NewTopic,
 )
 from cproducer.protocol.end_txn import EndTxnRequest, EndTxnResponse
+from cproducer.protocol.error_codes import ErrorCode
 from cproducer.protocol.find_coordinator import (
     KEY_TYPE_GROUP,
     KEY_TYPE_TRANSACTION,
@@ -63,6 +64,7 @@ __all__ = [
     "CreateTopicsResponse",
     "EndTxnRequest",
     "EndTxnResponse",
+    "ErrorCode",
     "FindCoordinatorRequest",
     "FindCoordinatorResponse",
     "InitProducerIdRequest",

@@ -21,6 +21,8 @@ import threading
 import zlib
 from typing import Any, Callable, Dict, Optional, Tuple
 
+from cproducer.errors import UnsupportedCodecError
+
 
 class CompressionType(enum.IntEnum):
     """Java's CompressionType: the codec id in bits 0-2 of a batch's attributes. The one table
@@ -61,8 +63,8 @@ def codec_id(name: Optional[str]) -> int:
     return cid
 
 
-def _missing(codec: str, module: str, extra: str) -> ImportError:
-    return ImportError(
+def _missing(codec: str, module: str, extra: str) -> UnsupportedCodecError:
+    return UnsupportedCodecError(
         f"{codec} compression needs the {module!r} package: pip install cproducer[{extra}]"
     )
 

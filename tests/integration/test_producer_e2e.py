@@ -14,6 +14,7 @@ from confluent_kafka import Producer as CKProducer
 
 from cproducer import KafkaProducer, errors
 from cproducer.localbroker import LocalBroker
+from cproducer.utils.time import SystemClock
 from tests.integration.readback import by_partition, read_back
 
 
@@ -126,6 +127,30 @@ def test_explicit_partition_timestamp_and_nulls(broker: LocalBroker) -> None:
     recs = {r.partition: r for r in read_back(broker.bootstrap_servers, topic, 3, 2)}
     assert recs[2].timestamp == ts and recs[2].value == b"v1"
     assert recs[1].key is None and recs[1].value is None
+
+
+class _FixedWallClock(SystemClock):
+    """The system's monotonic clock, and a wall clock stopped at one instant."""
+
+    def milliseconds(self) -> int:
+        return 1_500_000_000_007
+
+
+def test_the_clock_hook_stamps_records_on_every_send_path(broker: LocalBroker) -> None:
+    topic = _topic(broker, 1)
+    with KafkaProducer(
+        bootstrap_servers=broker.bootstrap_servers, linger_ms=0, clock=_FixedWallClock()
+    ) as producer:
+        fast = producer.send(topic, b"fast")
+        slow = producer.send(topic, b"slow", headers=[("h", b"1")])
+        many = producer.send_many(topic, [b"m1", b"m2"])
+        assert fast.get(10).timestamp == slow.get(10).timestamp == 1_500_000_000_007
+        assert not many.get(10).errors
+    assert {r.timestamp for r in read_back(broker.bootstrap_servers, topic, 1, 4)} == {
+        1_500_000_000_007
+    }
+    with pytest.raises(errors.ConfigError, match="clock and time_ms"):
+        KafkaProducer(bootstrap_servers="h:1", clock=SystemClock(), time_ms=lambda: 0)
 
 
 @pytest.mark.parametrize("acks", [0, 1, "all"])

@@ -21,6 +21,7 @@ from cproducer.localbroker import LocalBroker
 from cproducer.protocol import (
     ApiVersionsRequest,
     CreateTopicsRequest,
+    ErrorCode,
     InitProducerIdRequest,
     MetadataRequest,
     NewTopic,
@@ -173,7 +174,7 @@ def test_metadata_unknown_topic_without_auto_creation(conn: Connection, version:
     [t] = conn.call(MetadataRequest([topic], allow_auto_topic_creation=False), version).topics
     assert (t.error_code, t.name, t.partitions) == (3, topic, [])  # UNKNOWN_TOPIC_OR_PARTITION
     again = conn.call(MetadataRequest([topic], allow_auto_topic_creation=False), version)
-    assert again.topics[0].error_code == 3  # still not created
+    assert again.topics[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION  # not created
 
 
 @pytest.mark.parametrize("version", [1, 9, 12])
@@ -199,7 +200,7 @@ def test_create_topics_every_version(conn: Connection, version: int) -> None:
     assert {t.name: len(t.partitions) for t in md.topics} == {names[0]: 3, names[1]: 5}
     # again: TOPIC_ALREADY_EXISTS, with a message from v1 on
     [dup] = conn.call(CreateTopicsRequest([NewTopic(names[0], 3)]), version).topics
-    assert dup.error_code == 36
+    assert dup.error_code == ErrorCode.TOPIC_ALREADY_EXISTS
     assert (dup.error_message is not None) == (version >= 1)
 
 

@@ -11,6 +11,7 @@ import pytest
 
 from cproducer import KafkaProducer, errors
 from cproducer.localbroker import LocalBroker
+from cproducer.protocol import ErrorCode
 from tests.integration.readback import read_back
 from tests.tools.virtual_cluster import ADD_PARTITIONS_TO_TXN, END_TXN, VirtualCluster
 
@@ -106,7 +107,7 @@ def test_not_leader_answers_are_retried_and_every_record_lands_once(broker: Loca
     topic = f"vc-nl-{time.time_ns()}"
     broker.create_topic(topic, 3)
     with VirtualCluster(broker.bootstrap_servers, 3) as vc:
-        vc.inject_produce_errors(1, 6, count=3)  # NOT_LEADER_OR_FOLLOWER, three requests
+        vc.inject_produce_errors(1, ErrorCode.NOT_LEADER_OR_FOLLOWER, count=3)
         outcome = _send_all(vc, topic, 3000, 3)
         assert vc.injected_answers == 3
         failed = [exc for _md, exc in outcome.values() if exc is not None]
@@ -121,7 +122,7 @@ def test_a_non_retriable_error_fails_only_that_batch_and_the_rest_lands_in_order
     topic = f"vc-inv-{time.time_ns()}"
     broker.create_topic(topic, 3)
     with VirtualCluster(broker.bootstrap_servers, 3) as vc:
-        vc.inject_produce_errors(2, 87, count=1)  # INVALID_RECORD: not retriable
+        vc.inject_produce_errors(2, ErrorCode.INVALID_RECORD, count=1)  # not retriable
         outcome = _send_all(vc, topic, 3000, 3)
         failed = {i for i, (_md, exc) in outcome.items() if exc is not None}
         assert failed and all(i % 3 == 2 for i in failed)  # only partition 2's records
@@ -222,12 +223,12 @@ def test_end_txn_answered_concurrent_transactions_then_not_coordinator_still_com
         with _transactional(vc) as p:
             p.begin_transaction()
             futures = [p.send(topic, b"%d" % i, partition=i % 3) for i in range(90)]
-            vc.inject_txn_errors(0, END_TXN, 51, count=2)  # CONCURRENT_TRANSACTIONS
+            vc.inject_txn_errors(0, END_TXN, ErrorCode.CONCURRENT_TRANSACTIONS, count=2)
             p.commit_transaction(10)
             assert vc.injected_answers == 2
             p.begin_transaction()
             futures += [p.send(topic, b"%d" % i, partition=i % 3) for i in range(90, 180)]
-            vc.inject_txn_errors(0, END_TXN, 16, count=1)  # NOT_COORDINATOR
+            vc.inject_txn_errors(0, END_TXN, ErrorCode.NOT_COORDINATOR, count=1)
             p.commit_transaction(10)
             assert vc.injected_answers == 3
             assert all(f.exception is None for f in futures)
@@ -245,13 +246,17 @@ def test_add_partitions_errors_retried_or_making_the_transaction_abortable(
     broker.create_topic(topic, 3)
     with VirtualCluster(broker.bootstrap_servers, 3) as vc:
         with _transactional(vc) as p:
-            vc.inject_txn_errors(0, ADD_PARTITIONS_TO_TXN, 51, count=2)  # CONCURRENT_TRANSACTIONS
+            vc.inject_txn_errors(
+                0, ADD_PARTITIONS_TO_TXN, ErrorCode.CONCURRENT_TRANSACTIONS, count=2
+            )
             p.begin_transaction()
             ok = [p.send(topic, b"ok-%d" % i, partition=i % 3) for i in range(30)]
             p.commit_transaction(10)
             assert vc.injected_answers == 2 and all(f.exception is None for f in ok)
 
-            vc.inject_txn_errors(0, ADD_PARTITIONS_TO_TXN, 29, count=1)  # TOPIC_AUTH_FAILED
+            vc.inject_txn_errors(
+                0, ADD_PARTITIONS_TO_TXN, ErrorCode.TOPIC_AUTHORIZATION_FAILED, count=1
+            )
             p.begin_transaction()
             doomed = [p.send(topic, b"doomed-%d" % i, partition=0) for i in range(10)]
             with pytest.raises(errors.TransactionAbortableError, match="TopicAuthorization"):

@@ -3,29 +3,35 @@
 Appending threads ``add`` the topics they use and block in ``await_update`` until a newer version
 arrives; the NetworkClient's ``DefaultMetadataUpdater`` (in network.py) asks for the topics in use
 when an update is due (requested, ``metadata.max.age.ms`` passed, or a new topic), within the
-refresh backoff. Topics unused for ``metadata.max.idle.ms`` are dropped. Every update builds a new
-immutable ``Cluster``.
+refresh backoff (exponential in the failed attempts, as Java's). Topics unused for
+``metadata.max.idle.ms`` are dropped. Every update builds a new immutable ``Cluster``.
+
+Two times: the refresh schedule runs on the network client's monotonic ms (the ``now_ms`` of
+``update``, ``failed_update``, ``time_to_next_update``, ``new_metadata_request``); when a topic
+was last used is the sending side's time (``add``'s ``now_ms``, ``topic_time_ms``), which the
+fast send path writes straight into ``_topics``.
 """
 
 from __future__ import annotations
 
 import logging
-import random
 import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from cproducer import errors
-from cproducer.cluster import Cluster, Node, PartitionInfo, TopicPartition
+from cproducer.cluster import Cluster, PartitionInfo, TopicPartition
 from cproducer.protocol import MetadataRequest
+from cproducer.utils.backoff import ExponentialBackoff
+from cproducer.utils.time import SYSTEM_CLOCK
 
 log = logging.getLogger("cproducer.producer.internals.producer_metadata")
 
-_RETRIABLE_TOPIC_ERRORS = {3, 5}  # UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE
-
-
-def _wall_ms() -> int:
-    return int(time.time() * 1000)
+# a topic being created, or without a leader for now: asked for again after the backoff
+_RETRIABLE_TOPIC_ERRORS = {
+    errors.UnknownTopicOrPartitionError.errno,
+    errors.LeaderNotAvailableError.errno,
+}
 
 
 class ProducerMetadata:
@@ -35,13 +41,20 @@ class ProducerMetadata:
         refresh_backoff_max_ms: int = 1000,
         metadata_max_age_ms: int = 300000,
         metadata_max_idle_ms: int = 300000,
-        time_ms: Callable[[], int] = _wall_ms,
+        topic_time_ms: Callable[[], int] = SYSTEM_CLOCK.milliseconds,
+        random: Optional[Callable[[], float]] = None,
     ) -> None:
+        """``topic_time_ms``: now, in the time of ``add`` (see the module docstring);
+        ``random``: the refresh backoff's jitter source (a float in [0, 1))."""
         self.refresh_backoff_ms = refresh_backoff_ms
         self.refresh_backoff_max_ms = max(refresh_backoff_max_ms, refresh_backoff_ms)
         self.metadata_max_age_ms = metadata_max_age_ms
         self.metadata_max_idle_ms = metadata_max_idle_ms
-        self.time_ms = time_ms
+        self.topic_time_ms = topic_time_ms
+        # Java's Metadata.refreshBackoff: retry.backoff.ms -> retry.backoff.max.ms, base 2, 20 %
+        self._refresh_backoff = ExponentialBackoff(
+            refresh_backoff_ms, 2, self.refresh_backoff_max_ms, 0.2, random
+        )
         self._cluster = Cluster.empty()
         self._lock = threading.Lock()
         self._updated = threading.Condition(self._lock)
@@ -66,13 +79,6 @@ class ProducerMetadata:
     def topics(self) -> List[str]:
         return list(self._topics)
 
-    def contains_topic(self, topic: str) -> bool:
-        return topic in self._topics
-
-    @property
-    def update_version(self) -> int:
-        return self.version
-
     # ------------------------------------------------------------------ bootstrap / topics
     def bootstrap(self, addresses: Sequence[Tuple[str, int]]) -> None:
         with self._lock:
@@ -81,7 +87,8 @@ class ProducerMetadata:
             self.version += 1
 
     def add(self, topic: str, now_ms: int) -> None:
-        """Mark ``topic`` as used now; a new topic triggers a (partial) update soon."""
+        """Mark ``topic`` as used at ``now_ms`` (``topic_time_ms``'s time); a new topic triggers
+        a (partial) update soon."""
         if topic in self._topics:
             self._topics[topic] = now_ms
             return
@@ -129,11 +136,8 @@ class ProducerMetadata:
 
     # ------------------------------------------------------------------ scheduling
     def _backoff_ms(self) -> int:
-        if self._failed_attempts == 0:
-            return self.refresh_backoff_ms
-        exp = min(self._failed_attempts - 1, 30)
-        term = self.refresh_backoff_ms * (2**exp) * random.uniform(0.8, 1.2)
-        return int(min(term, self.refresh_backoff_max_ms))
+        # Java's timeToAllowUpdate: backoff(attempts - 1) after failures, backoff(0) otherwise
+        return self._refresh_backoff.backoff(max(self._failed_attempts - 1, 0))
 
     def time_to_next_update(self, now_ms: int) -> int:
         if self.update_requested():
@@ -148,7 +152,7 @@ class ProducerMetadata:
     def new_metadata_request(self, now_ms: int) -> Tuple[MetadataRequest, bool]:
         """(request, is_partial): only new topics when just those are due, else all in use."""
         with self._lock:
-            self._expire_idle_topics(now_ms)
+            self._expire_idle_topics(self.topic_time_ms())
             if self._need_partial_update and not self._need_full_update and self._new_topics:
                 return MetadataRequest(sorted(self._new_topics), True), True
             return MetadataRequest(sorted(self._topics), True), False
@@ -181,7 +185,7 @@ class ProducerMetadata:
             for t in response.topics:
                 name = t.name or ""
                 fetched.add(name)
-                if t.error_code == 0:
+                if t.error_code == errors.NoError.errno:
                     self._topic_errors.pop(name, None)
                     for old_tp in [tp for tp in partitions if tp.topic == name]:
                         del partitions[old_tp]
@@ -207,14 +211,14 @@ class ProducerMetadata:
                             retry_topics.add(name)
                 elif t.error_code in _RETRIABLE_TOPIC_ERRORS:
                     retry_topics.add(name)
-                elif t.error_code == 17:
+                elif t.error_code == errors.InvalidTopicError.errno:
                     invalid.add(name)
                     self._topic_errors[name] = errors.InvalidTopicError(f"invalid topic {name!r}")
-                elif t.error_code == 29:
+                elif t.error_code == errors.TopicAuthorizationFailedError.errno:
                     unauthorized.add(name)
                     self._topic_errors[name] = errors.TopicAuthorizationFailedError(name)
                 else:
-                    err = errors.for_code(t.error_code)
+                    err = errors.exception_for(t.error_code)
                     if err is not None:
                         self._topic_errors[name] = err
             controller = nodes.get(response.controller_id)
@@ -256,6 +260,3 @@ class ProducerMetadata:
         with self._lock:
             self._closed = True
             self._updated.notify_all()
-
-    def nodes_for_bootstrap(self) -> List[Node]:
-        return self._cluster.nodes

@@ -6,6 +6,10 @@ expire batches past ``delivery.timeout.ms`` → one Produce request per node →
 Produce responses complete batches (base offset, log-append time) or retry them with backoff,
 split them (MESSAGE_TOO_LARGE) or fail them. Per-request work is plain Python; per-record work
 stays in the accumulator's Cython code.
+
+Two times: requests, connections and the transactional backoff run on the clock's monotonic ms
+(``now``); the accumulator's batches on ``batch_time_ms`` (``batch_now``), the time the producer's
+send paths append with (see ``KafkaProducer``).
 """
 
 from __future__ import annotations
@@ -13,38 +17,23 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict, List, Optional
 
 from cproducer import errors
-from cproducer.cluster import Node, TopicPartition
-from cproducer.network.network_client import NO_DELAY_LIMIT_MS
-from cproducer.producer.internals.transaction_manager import ABORTABLE_ERROR, ABORTING_TRANSACTION
-from cproducer.protocol import (
-    KEY_TYPE_GROUP,
-    KEY_TYPE_TRANSACTION,
-    AddOffsetsToTxnRequest,
-    AddPartitionsToTxnRequest,
-    EndTxnRequest,
-    FindCoordinatorRequest,
-    InitProducerIdRequest,
-    ProduceRequest,
-    TxnOffsetCommitRequest,
+from cproducer.cluster import TopicPartition
+from cproducer.network.network_client import NO_DELAY_LIMIT_MS, ClientRequest, ClientResponse
+from cproducer.producer.internals.sender_interfaces import (
+    Accumulator,
+    KafkaClient,
+    Metadata,
+    Transactions,
 )
+from cproducer.producer.internals.transaction_manager import ABORTABLE_ERROR, ABORTING_TRANSACTION
+from cproducer.producer.internals.txn_request_handlers import TxnRequestHandler
+from cproducer.protocol import ProduceRequest
+from cproducer.utils.time import SYSTEM_CLOCK, Clock
 
 log = logging.getLogger("cproducer.producer.internals.sender")
-
-# a transactional request failing with one of these ends the producer (Java: fatalError)
-_FATAL_TXN_ERRORS = (
-    errors.ProducerFencedError,
-    errors.InvalidProducerEpochError,
-    errors.TransactionalIdAuthorizationFailedError,
-)
-# ... and with one of these, its coordinator is looked up again
-_COORDINATOR_MOVED = (errors.NotCoordinatorError, errors.CoordinatorNotAvailableError)
-
-
-def _now_ms() -> int:
-    return int(time.monotonic() * 1000)
 
 
 class SenderMetrics:
@@ -68,9 +57,9 @@ class SenderMetrics:
 class Sender:
     def __init__(
         self,
-        client: Any,
-        metadata: Any,
-        accumulator: Any,
+        client: KafkaClient,
+        metadata: Metadata,
+        accumulator: Accumulator,
         *,
         guarantee_message_order: bool,
         max_request_size: int,
@@ -78,10 +67,10 @@ class Sender:
         retries: int,
         request_timeout_ms: int,
         delivery_timeout_ms: int,
-        retry_backoff_ms: int,
-        transaction_manager: Any = None,
+        transaction_manager: Optional[Transactions] = None,
         client_id: str = "",
-        time_ms: Callable[[], int] = _now_ms,
+        clock: Clock = SYSTEM_CLOCK,
+        batch_time_ms: Optional[Callable[[], int]] = None,
     ) -> None:
         self.client = client
         self.metadata = metadata
@@ -92,18 +81,22 @@ class Sender:
         self.retries = retries
         self.request_timeout_ms = request_timeout_ms
         self.delivery_timeout_ms = delivery_timeout_ms
-        self.retry_backoff_ms = retry_backoff_ms
         self.transaction_manager = transaction_manager
-        self.time_ms = time_ms
+        self.clock = clock
+        self._now = clock.monotonic_ms
+        self._batch_now = batch_time_ms if batch_time_ms is not None else clock.milliseconds
         self.metrics = SenderMetrics()
         # Java's inFlightBatches: batches drained and sent, by partition (for delivery timeouts)
         self.in_flight_batches: Dict[TopicPartition, List[Any]] = {}
-        self._init_pid_in_flight = False
-        self._init_pid_backoff_until = 0
+        # one transactional request (or an idempotent producer's InitProducerId) at a time
         self._txn_request_in_flight = False
-        self._transactional = transaction_manager is not None and (
-            transaction_manager.transactional_id is not None
+        # the same manager when transactional.id is set, else None (an idempotent producer)
+        self._txn = (
+            transaction_manager
+            if transaction_manager is not None and transaction_manager.transactional_id is not None
+            else None
         )
+        self._transactional_id = self._txn.transactional_id if self._txn is not None else None
         self.running = True
         self.force_close = False
         self.thread = threading.Thread(
@@ -132,11 +125,11 @@ class Sender:
             self._run_once_safely()
         # graceful close: an open transaction is aborted (as Java's Sender does), then
         # everything that was accepted is sent
-        tm = self.transaction_manager
-        while self._transactional and not self.force_close and tm.has_ongoing_transaction():
-            if not tm.is_completing():
+        txn = self._txn
+        while txn is not None and not self.force_close and txn.has_ongoing_transaction():
+            if not txn.is_completing():
                 log.info("aborting the open transaction: the producer is closing")
-                tm.begin_abort()
+                txn.begin_abort()
             self._run_once_safely()
         # graceful close: send everything that was accepted
         while not self.force_close and (
@@ -171,24 +164,34 @@ class Sender:
         tm = self.transaction_manager
         if tm is not None and tm.fatal_error is not None:
             self.accumulator.abort_undrained_batches(tm.fatal_error)
+        now = self._now()
         if tm is not None and tm.needs_producer_id():
-            self._maybe_init_producer_id()
-        now = self.time_ms()
-        if self._transactional:
-            self._maybe_send_transactional_request(now)
+            self._maybe_init_producer_id(tm, now)
+        txn = self._txn
+        if txn is not None:
+            self._maybe_send_transactional_request(txn, now)
         poll_timeout = self.send_producer_data(now)
-        if self._transactional:
-            if tm.retry_after_ms > now:
-                poll_timeout = min(poll_timeout, tm.retry_after_ms - now)
-            elif tm.pending_partitions and not self._txn_request_in_flight:
+        if txn is not None:
+            if txn.retry_after_ms > now:
+                poll_timeout = min(poll_timeout, txn.retry_after_ms - now)
+            elif txn.pending_partitions and not self._txn_request_in_flight:
                 poll_timeout = 0  # an AddPartitionsToTxn to send
-        self.client.poll(poll_timeout, self.time_ms())
+        self.client.poll(poll_timeout, self._now())
 
     # ------------------------------------------------------------------ transactions
-    def _maybe_send_transactional_request(self, now: int) -> None:
-        """Java's maybeSendAndPollTransactionalRequest: at most one transactional request
-        (FindCoordinator, InitProducerId, AddPartitionsToTxn, EndTxn) at a time."""
-        tm = self.transaction_manager
+    def _maybe_init_producer_id(self, tm: Transactions, now: int) -> None:
+        """An idempotent producer's InitProducerId, once nothing is in flight."""
+        if self._txn_request_in_flight or now < tm.retry_after_ms:
+            return
+        if tm.reset_requested() and (
+            self.client.in_flight_request_count() > 0 or self._has_pending_in_flight()
+        ):
+            return  # let every answer come back before the id changes
+        self._send_transactional_request(tm, tm.idempotent_init_producer_id(), now)
+
+    def _maybe_send_transactional_request(self, tm: Transactions, now: int) -> None:
+        """Java's maybeSendAndPollTransactionalRequest: at most one transactional request at a
+        time, the one the TransactionManager hands out."""
         if tm.state in (ABORTABLE_ERROR, ABORTING_TRANSACTION) and self.accumulator.has_undrained():
             cause = tm.last_error
             exc = errors.TransactionAbortedError(
@@ -198,244 +201,49 @@ class Sender:
             self.accumulator.abort_undrained_batches(exc)
         if self._txn_request_in_flight or now < tm.retry_after_ms:
             return
-        req = tm.next_transactional_request(self.accumulator.has_incomplete())
-        if req is None:
-            return
-        po = tm.pending_offsets
-        if req.kind in ("find_coordinator", "find_group_coordinator"):
+        handler = tm.next_transactional_request(self.accumulator.has_incomplete())
+        if handler is not None:
+            self._send_transactional_request(tm, handler, now)
+
+    def _send_transactional_request(
+        self, tm: Transactions, handler: TxnRequestHandler, now: int
+    ) -> None:
+        target = handler.destination()
+        if target is None:  # any node will do (FindCoordinator, an idempotent InitProducerId)
             target = self.client.least_loaded_node(now, self.metadata.fetch().nodes)
             if target is None:
                 self.metadata.request_update()
                 return
-        elif req.kind == "txn_offset_commit":
-            target = po.group_coordinator
-        else:
-            target = tm.coordinator
         if not self.client.ready(target, now):
-            if req.kind == "add_partitions":
-                tm.add_partitions_failed(retry=True)
+            handler.reenqueue()
             if self.client.connection_failed(target):
-                self._coordinator_lost(req)
+                handler.coordinator_lost()
             return
-        pid, epoch = tm.producer_id_and_epoch
-        txn_id = tm.transactional_id
-        request: Any
-        if req.kind == "find_coordinator":
-            request = FindCoordinatorRequest(txn_id, KEY_TYPE_TRANSACTION)
-        elif req.kind == "init_producer_id":
-            request = InitProducerIdRequest(txn_id, tm.transaction_timeout_ms, pid, epoch)
-        elif req.kind == "find_group_coordinator":
-            request = FindCoordinatorRequest(po.group.group_id, KEY_TYPE_GROUP)
-        elif req.kind == "add_offsets":
-            request = AddOffsetsToTxnRequest(txn_id, pid, epoch, po.group.group_id)
-        elif req.kind == "txn_offset_commit":
-            by_topic: Dict[str, List[Any]] = {}
-            for tp, (offset, leader_epoch, meta) in po.offsets.items():
-                by_topic.setdefault(tp.topic, []).append((tp.partition, offset, leader_epoch, meta))
-            g = po.group
-            request = TxnOffsetCommitRequest(
-                txn_id,
-                g.group_id,
-                pid,
-                epoch,
-                g.generation_id,
-                g.member_id,
-                g.group_instance_id,
-                by_topic,
-            )
-        elif req.kind == "add_partitions":
-            topics: Dict[str, List[int]] = {}
-            for tp in req.partitions:
-                topics.setdefault(tp.topic, []).append(tp.partition)
-            request = AddPartitionsToTxnRequest(txn_id, pid, epoch, topics)
-        else:
-            request = EndTxnRequest(txn_id, pid, epoch, req.committed)
-        version = self.client.api_version_for(target.id, type(request))
-        if req.kind == "init_producer_id" and pid >= 0 and version < 3:
-            tm.transition_to_fatal_error(
-                errors.UnsupportedVersionError(
-                    "bumping the producer epoch needs InitProducerId v3+, the broker has "
-                    f"v{version}"
-                )
-            )
+        version = self.client.api_version_for(target.id, handler.request_class)
+        try:
+            request = handler.build_request(version)
+        except errors.KafkaError as exc:  # the broker's versions cannot do it
+            tm.transition_to_fatal_error(exc)
             return
         self._txn_request_in_flight = True
-        log.debug("sending %s to node %s", type(request).__name__, target.id)
+        log.debug("sending %r to node %s", handler, target.id)
 
-        def on_response(response: Any) -> None:
+        def on_response(response: ClientResponse) -> None:
             self._txn_request_in_flight = False
             try:
-                self._handle_transactional_response(req, response)
+                handler.on_complete(response, self._now())
             finally:
                 self.wakeup()
 
         self.client.send(self._client_request(target.id, request, version, now, on_response), now)
 
-    def _coordinator_lost(self, req: Any) -> None:
-        """The connection ``req`` went (or would go) over failed: forget that coordinator.
-        (A FindCoordinator goes to any node: nothing to forget.)"""
-        tm = self.transaction_manager
-        if req.kind == "txn_offset_commit":
-            if tm.pending_offsets is not None:
-                tm.pending_offsets.group_coordinator = None
-        elif req.kind not in ("find_coordinator", "find_group_coordinator"):
-            tm.coordinator_unknown()
-
-    def _handle_transactional_response(self, req: Any, response: Any) -> None:
-        tm = self.transaction_manager
-        body = response.response
-        now = self.time_ms()
-        po = tm.pending_offsets
-        if response.disconnected or response.timed_out or body is None:
-            self._coordinator_lost(req)
-            if req.kind == "add_partitions":
-                tm.add_partitions_failed(retry=True)
-            tm.retry_after_ms = now + self.retry_backoff_ms
-            return
-        if req.kind == "add_partitions":
-            self._handle_add_partitions(req, body, now)
-            return
-        if req.kind == "txn_offset_commit":
-            self._handle_txn_offset_commit(body, now)
-            return
-        err = errors.for_code(body.error_code)
-        if req.kind == "find_group_coordinator":
-            if err is None and po is not None:
-                po.group_coordinator = Node(body.node_id, body.host, body.port)
-            elif err is not None and not err.retriable:
-                tm.offsets_stage_done(err)
-            else:
-                tm.retry_after_ms = now + self.retry_backoff_ms
-            return
-        if req.kind == "add_offsets" and err is not None and not err.retriable:
-            if not isinstance(err, _FATAL_TXN_ERRORS):
-                tm.offsets_stage_done(err)  # e.g. GROUP_AUTHORIZATION_FAILED: abortable
-                return
-        if err is None:
-            if req.kind == "find_coordinator":
-                tm.coordinator = Node(body.node_id, body.host, body.port)
-            elif req.kind == "add_offsets":
-                tm.offsets_stage_done(None)
-            elif req.kind == "init_producer_id":
-                tm.producer_id_initialized(body.producer_id, body.producer_epoch)
-            else:
-                tm.end_txn_succeeded()
-            return
-        if isinstance(err, _COORDINATOR_MOVED):
-            tm.coordinator_unknown()
-            tm.retry_after_ms = now + self.retry_backoff_ms
-        elif err.retriable:  # load in progress, concurrent transactions
-            tm.retry_after_ms = now + self.retry_backoff_ms
-        else:
-            log.error("%s failed: %s", req.kind, err)
-            tm.transition_to_fatal_error(err)
-
-    def _handle_txn_offset_commit(self, body: Any, now: int) -> None:
-        tm = self.transaction_manager
-        po = tm.pending_offsets
-        if po is None:
-            return
-        worst = None
-        for code in body.errors.values():
-            if code != 0:
-                worst = errors.for_code(code)
-                break
-        if worst is None:
-            tm.offsets_stage_done(None)
-        elif isinstance(worst, (*_COORDINATOR_MOVED, errors.RequestTimedOutError)):
-            po.group_coordinator = None
-            tm.retry_after_ms = now + self.retry_backoff_ms
-        elif worst.retriable:  # load in progress, unknown topic/partition, ...
-            tm.retry_after_ms = now + self.retry_backoff_ms
-        elif isinstance(worst, _FATAL_TXN_ERRORS):
-            tm.transition_to_fatal_error(worst)
-        else:  # e.g. UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION: the consumer was fenced
-            tm.offsets_stage_done(worst)
-
-    def _handle_add_partitions(self, req: Any, body: Any, now: int) -> None:
-        tm = self.transaction_manager
-        added = []
-        worst = None
-        for tp in req.partitions:
-            code = body.errors.get((tp.topic, tp.partition))
-            if code is None:
-                code = errors.OperationNotAttemptedError.errno
-            if code == 0:
-                added.append(tp)
-                continue
-            err = errors.for_code(code)
-            if worst is None or not isinstance(err, errors.OperationNotAttemptedError):
-                worst = err
-        tm.partitions_added(added)
-        if worst is None:
-            return
-        if isinstance(worst, _COORDINATOR_MOVED):
-            tm.coordinator_unknown()
-            tm.add_partitions_failed(retry=True)
-            tm.retry_after_ms = now + self.retry_backoff_ms
-        elif (
-            worst.retriable
-            or isinstance(worst, errors.OperationNotAttemptedError)
-            or worst.errno == 3  # UNKNOWN_TOPIC_OR_PARTITION: metadata may be behind
-        ):
-            tm.add_partitions_failed(retry=True)
-            tm.retry_after_ms = now + min(self.retry_backoff_ms, 20)
-        elif isinstance(worst, _FATAL_TXN_ERRORS):
-            tm.add_partitions_failed(retry=False)
-            tm.transition_to_fatal_error(worst)
-        else:
-            tm.add_partitions_failed(retry=False)
-            tm.transition_to_abortable_error(worst)
-
-    def _maybe_init_producer_id(self) -> None:
-        """Send InitProducerId to the least-loaded node once nothing is in flight."""
-        tm = self.transaction_manager
-        now = self.time_ms()
-        if self._init_pid_in_flight or now < self._init_pid_backoff_until:
-            return
-        if tm.reset_requested() and (
-            self.client.in_flight_request_count() > 0 or self._has_pending_in_flight()
-        ):
-            return  # let every answer come back before the id changes
-        node = self.client.least_loaded_node(now, self.metadata.fetch().nodes)
-        if node is None:
-            self.metadata.request_update()
-            return
-        if not self.client.ready(node, now):
-            return
-        version = self.client.api_version_for(node.id, InitProducerIdRequest)
-        request = InitProducerIdRequest(
-            transactional_id=None, transaction_timeout_ms=60000, producer_id=-1, producer_epoch=-1
-        )
-        self._init_pid_in_flight = True
-        self.client.send(
-            self._client_request(node.id, request, version, now, self._handle_init_pid_response),
-            now,
-        )
-
-    def _handle_init_pid_response(self, response: Any) -> None:
-        self._init_pid_in_flight = False
-        tm = self.transaction_manager
-        body = response.response
-        if response.disconnected or response.timed_out or body is None:
-            self._init_pid_backoff_until = self.time_ms() + self.retry_backoff_ms
-            return
-        err = errors.for_code(body.error_code)
-        if err is None:
-            tm.set_producer_id_and_epoch(body.producer_id, body.producer_epoch)
-        elif err.retriable or isinstance(err, errors.UnknownServerError):
-            log.info("InitProducerId failed (%s); retrying", err)
-            self._init_pid_backoff_until = self.time_ms() + self.retry_backoff_ms
-        else:
-            log.error("InitProducerId failed fatally: %s", err)
-            tm.transition_to_fatal_error(err)
-
     def send_producer_data(self, now: int) -> int:
+        batch_now = self._batch_now()
         cluster = self.metadata.fetch()
-        result = self.accumulator.ready(cluster, now)
+        result = self.accumulator.ready(cluster, batch_now)
         if result.unknown_leader_topics:
             for topic in result.unknown_leader_topics:
-                self.metadata.add(topic, now)
+                self.metadata.add(topic, batch_now)
             self.metadata.request_update()
 
         ready_nodes = set(result.ready_nodes)
@@ -444,34 +252,33 @@ class Sender:
             node = cluster.node_by_id(node_id)
             if node is None or not self.client.ready(node, now):
                 ready_nodes.discard(node_id)
-                self.accumulator.update_node_latency_stats(node_id, now, False)
+                self.accumulator.update_node_latency_stats(node_id, batch_now, False)
                 if node is not None:
                     not_ready_timeout = min(
                         not_ready_timeout, self.client.connection_delay(node, now)
                     )
             else:
-                self.accumulator.update_node_latency_stats(node_id, now, True)
+                self.accumulator.update_node_latency_stats(node_id, batch_now, True)
 
-        batches = self.accumulator.drain(cluster, ready_nodes, self.max_request_size, now)
+        batches = self.accumulator.drain(cluster, ready_nodes, self.max_request_size, batch_now)
         for node_batches in batches.values():
             for batch in node_batches:
                 self.in_flight_batches.setdefault(batch.topic_partition, []).append(batch)
                 if self.guarantee_message_order:
                     self.accumulator.mute_partition(batch.topic_partition)
 
-        expired = self._expired_in_flight_batches(now) + list(self.accumulator.expired_batches(now))
+        expired = self._expired_in_flight_batches(batch_now)
+        expired += self.accumulator.expired_batches(batch_now)
         for batch in expired:
             msg = (
                 f"Expiring {batch.record_count} record(s) for {batch.topic_partition}: "
-                f"{now - batch.created_ms} ms has passed since batch creation "
+                f"{batch_now - batch.created_ms} ms has passed since batch creation "
                 f"(delivery.timeout.ms={self.delivery_timeout_ms})"
             )
-            self._fail_batch(batch, errors.KafkaTimeoutError(msg), adjust_sequences=False, now=now)
+            self._fail_batch(batch, errors.KafkaTimeoutError(msg), adjust_sequences=False)
 
         poll_timeout = min(result.next_ready_check_delay_ms, not_ready_timeout)
-        if ready_nodes and not (
-            self._transactional and self.transaction_manager.awaiting_partitions()
-        ):
+        if ready_nodes and not (self._txn is not None and self._txn.awaiting_partitions()):
             # (a partition waiting to join the transaction is ready but not drainable: the
             # AddPartitionsToTxn answer wakes the poll)
             poll_timeout = 0
@@ -512,18 +319,15 @@ class Sender:
                 self.in_flight_batches.pop(batch.topic_partition, None)
 
     def _fail_in_flight(self, exc: BaseException) -> None:
-        now = self.time_ms()
         for batches in list(self.in_flight_batches.values()):
             for batch in list(batches):
-                self._fail_batch(batch, exc, adjust_sequences=False, now=now)
+                self._fail_batch(batch, exc, adjust_sequences=False)
         self.in_flight_batches.clear()
 
     # ------------------------------------------------------------------ produce requests
     def _client_request(
         self, node_id: int, request: Any, version: int, now: int, callback: Callable[[Any], None]
-    ) -> Any:
-        from cproducer.network.network_client import ClientRequest
-
+    ) -> ClientRequest:
         return ClientRequest(
             node_id=node_id,
             request=request,
@@ -550,9 +354,7 @@ class Sender:
             acks=self.acks,
             timeout_ms=self.request_timeout_ms,
             topic_data=topic_data,
-            transactional_id=self.transaction_manager.transactional_id
-            if self._transactional
-            else None,
+            transactional_id=self._transactional_id,
         )
         version = self.client.api_version_for(node_id, ProduceRequest)
         m = self.metrics
@@ -572,7 +374,8 @@ class Sender:
     def _handle_produce_response(
         self, response: Any, batches: Dict[TopicPartition, Any], sent_ms: int
     ) -> None:
-        now = self.time_ms()
+        now = self._now()
+        batch_now = self._batch_now()
         m = self.metrics
         m.responses += 1
         latency = now - sent_ms
@@ -586,28 +389,33 @@ class Sender:
             if not isinstance(exc, errors.KafkaError):
                 exc = errors.NetworkError(str(exc))
             for batch in batches.values():
-                self._complete_batch_with_error(batch, exc, -1, now)
+                self._complete_batch_with_error(batch, exc, -1, batch_now)
             return
         body = response.response
         if body is None:
             # acks=0: nothing comes back; the batch is done once it was written
             for batch in batches.values():
-                self._complete_batch(batch, -1, -1, now)
+                self._complete_batch(batch, -1, -1)
             return
         for tp, batch in batches.items():
             part = body.responses.get((tp.topic, tp.partition))
             if part is None:
                 exc = errors.IllegalStateError(f"the Produce response has no entry for {tp}")
-                self._fail_batch(batch, exc, adjust_sequences=False, now=now)
+                self._fail_batch(batch, exc, adjust_sequences=False)
                 continue
-            err = errors.for_code(part.error_code, part.error_message)
+            err = errors.exception_for(part.error_code, part.error_message)
             if err is None:
-                self._complete_batch(batch, part.base_offset, part.log_append_time_ms, now)
+                self._complete_batch(batch, part.base_offset, part.log_append_time_ms)
             else:
-                self._complete_batch_with_error(batch, err, part.log_start_offset, now, part)
+                self._complete_batch_with_error(batch, err, part.log_start_offset, batch_now, part)
 
     def _complete_batch_with_error(
-        self, batch: Any, err: BaseException, log_start_offset: int, now: int, part: Any = None
+        self,
+        batch: Any,
+        err: BaseException,
+        log_start_offset: int,
+        batch_now: int,
+        part: Any = None,
     ) -> None:
         tp = batch.topic_partition
         tm = self.transaction_manager
@@ -627,11 +435,11 @@ class Sender:
             if self.guarantee_message_order:
                 self.accumulator.unmute_partition(tp)
             return
-        if self._can_retry(batch, err, log_start_offset, now):
+        if self._can_retry(batch, err, log_start_offset, batch_now):
             log.debug("retrying a batch for %s (attempt %d): %s", tp, batch.attempts + 1, err)
             self.metrics.record_retries += batch.record_count
             self._remove_in_flight(batch)
-            self.accumulator.reenqueue(batch, now)
+            self.accumulator.reenqueue(batch, batch_now)
             if self.guarantee_message_order:
                 self.accumulator.unmute_partition(tp)
         elif isinstance(err, errors.DuplicateSequenceNumberError):
@@ -644,17 +452,19 @@ class Sender:
                 batch.record_count,
                 batch.attempts + 1,
             )
-            self._complete_batch(batch, -1, -1, now)
+            self._complete_batch(batch, -1, -1)
         else:
             if part is not None and part.record_errors:
                 detail = "; ".join(f"record {i}: {msg}" for i, msg in part.record_errors)
                 err = type(err)(f"{err.args[0] if err.args else ''} {detail}".strip())
-            self._fail_batch(batch, err, adjust_sequences=batch.attempts < self.retries, now=now)
+            self._fail_batch(batch, err, adjust_sequences=batch.attempts < self.retries)
         if getattr(err, "invalid_metadata", False):
             self.metadata.request_update()
 
-    def _can_retry(self, batch: Any, err: BaseException, log_start_offset: int, now: int) -> bool:
-        if batch.has_reached_delivery_timeout(self.delivery_timeout_ms, now):
+    def _can_retry(
+        self, batch: Any, err: BaseException, log_start_offset: int, batch_now: int
+    ) -> bool:
+        if batch.has_reached_delivery_timeout(self.delivery_timeout_ms, batch_now):
             return False
         if batch.attempts >= self.retries or batch.is_done:
             return False
@@ -662,7 +472,7 @@ class Sender:
             return bool(self.transaction_manager.can_retry(err, batch, log_start_offset))
         return bool(getattr(err, "retriable", False))
 
-    def _complete_batch(self, batch: Any, base_offset: int, log_append_time: int, now: int) -> None:
+    def _complete_batch(self, batch: Any, base_offset: int, log_append_time: int) -> None:
         self._remove_in_flight(batch)
         if self.transaction_manager is not None:
             self.transaction_manager.handle_completed_batch(batch, base_offset)
@@ -671,7 +481,7 @@ class Sender:
         if self.guarantee_message_order:
             self.accumulator.unmute_partition(batch.topic_partition)
 
-    def _fail_batch(self, batch: Any, exc: BaseException, adjust_sequences: bool, now: int) -> None:
+    def _fail_batch(self, batch: Any, exc: BaseException, adjust_sequences: bool) -> None:
         self._remove_in_flight(batch)
         if self.transaction_manager is not None:
             self.transaction_manager.handle_failed_batch(batch, exc, adjust_sequences)

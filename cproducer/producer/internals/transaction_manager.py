@@ -20,21 +20,33 @@ With ``transactional.id`` it is also Java's transactional state machine::
 
 The producer's threads call ``initialize_transactions``/``begin_transaction``/``begin_commit``/
 ``begin_abort`` and wait on the returned ``TransactionalRequestResult``; the Sender thread asks
-``next_transactional_request`` for the one request to send next (FindCoordinator, InitProducerId,
-AddPartitionsToTxn or EndTxn) and reports its answer. A partition joins the transaction when the
-accumulator first wants to drain it (``is_send_to_partition_allowed``): its batches wait for
-AddPartitionsToTxn, as Java's do.
+``next_transactional_request`` for the one request to send next, a handler
+(``txn_request_handlers``: InitProducerId, FindCoordinator, AddPartitionsToTxn, AddOffsetsToTxn,
+TxnOffsetCommit, EndTxn), sends it, and the handler reads the answer into this object. A
+partition joins the transaction when the accumulator first wants to drain it
+(``is_send_to_partition_allowed``): its batches wait for AddPartitionsToTxn, as Java's do.
 """
 
 from __future__ import annotations
 
 import bisect
+import enum
 import logging
 import threading
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 
 from cproducer import errors
-from cproducer.cluster import TopicPartition
+from cproducer.cluster import Node, TopicPartition
+from cproducer.producer.internals.txn_request_handlers import (
+    AddOffsetsToTxnHandler,
+    AddPartitionsToTxnHandler,
+    EndTxnHandler,
+    FindCoordinatorHandler,
+    InitProducerIdHandler,
+    TxnOffsetCommitHandler,
+    TxnRequestHandler,
+)
+from cproducer.protocol import KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION
 
 log = logging.getLogger("cproducer.producer.internals.transaction_manager")
 
@@ -42,14 +54,31 @@ NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 NO_SEQUENCE = -1
 
-UNINITIALIZED = "UNINITIALIZED"
-INITIALIZING = "INITIALIZING"
-READY = "READY"
-IN_TRANSACTION = "IN_TRANSACTION"
-COMMITTING_TRANSACTION = "COMMITTING_TRANSACTION"
-ABORTING_TRANSACTION = "ABORTING_TRANSACTION"
-ABORTABLE_ERROR = "ABORTABLE_ERROR"
-FATAL_ERROR = "FATAL_ERROR"
+
+class TransactionState(enum.Enum):
+    """Java's ``TransactionManager.State``."""
+
+    UNINITIALIZED = "UNINITIALIZED"
+    INITIALIZING = "INITIALIZING"
+    READY = "READY"
+    IN_TRANSACTION = "IN_TRANSACTION"
+    COMMITTING_TRANSACTION = "COMMITTING_TRANSACTION"
+    ABORTING_TRANSACTION = "ABORTING_TRANSACTION"
+    ABORTABLE_ERROR = "ABORTABLE_ERROR"
+    FATAL_ERROR = "FATAL_ERROR"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+UNINITIALIZED = TransactionState.UNINITIALIZED
+INITIALIZING = TransactionState.INITIALIZING
+READY = TransactionState.READY
+IN_TRANSACTION = TransactionState.IN_TRANSACTION
+COMMITTING_TRANSACTION = TransactionState.COMMITTING_TRANSACTION
+ABORTING_TRANSACTION = TransactionState.ABORTING_TRANSACTION
+ABORTABLE_ERROR = TransactionState.ABORTABLE_ERROR
+FATAL_ERROR = TransactionState.FATAL_ERROR
 
 # Java's TransactionManager.State.isTransitionValid: target -> the states it may be entered from
 _VALID_SOURCES = {
@@ -103,10 +132,10 @@ class ConsumerGroupMetadata(NamedTuple):
 
 
 class PendingOffsets:
-    """An ``send_offsets_to_transaction`` call on its way: AddOffsetsToTxn to the transaction
-    coordinator, then TxnOffsetCommit to the group's coordinator."""
+    """A ``send_offsets_to_transaction`` call on its way: AddOffsetsToTxn to the transaction
+    coordinator (until ``added``), then TxnOffsetCommit to the group's coordinator."""
 
-    __slots__ = ("group", "offsets", "result", "stage", "group_coordinator")
+    __slots__ = ("group", "offsets", "result", "added", "group_coordinator")
 
     def __init__(
         self,
@@ -117,21 +146,8 @@ class PendingOffsets:
         self.group = group
         self.offsets = offsets  # tp -> (offset, leader_epoch, metadata)
         self.result = result
-        self.stage = "add_offsets"  # then "txn_offset_commit"
-        self.group_coordinator: Any = None
-
-
-class TxnRequest:
-    """The transactional request the Sender should send next: ``kind`` is one of
-    ``find_coordinator``, ``init_producer_id``, ``add_partitions``, ``add_offsets``,
-    ``find_group_coordinator``, ``txn_offset_commit``, ``end_txn``."""
-
-    __slots__ = ("kind", "partitions", "committed")
-
-    def __init__(self, kind: str, partitions: Any = None, committed: bool = False) -> None:
-        self.kind = kind
-        self.partitions = partitions
-        self.committed = committed
+        self.added = False  # AddOffsetsToTxn succeeded: TxnOffsetCommit is next
+        self.group_coordinator: Optional[Node] = None
 
 
 class _PartitionEntry:
@@ -159,15 +175,20 @@ class TransactionManager:
     """Idempotent-producer state. Thread-safe: the Sender thread and appending threads share it."""
 
     def __init__(
-        self, transactional_id: Optional[str] = None, transaction_timeout_ms: int = 60000
+        self,
+        transactional_id: Optional[str] = None,
+        transaction_timeout_ms: int = 60000,
+        retry_backoff_ms: int = 100,
     ) -> None:
         self.transactional_id = transactional_id
         self.transaction_timeout_ms = transaction_timeout_ms
+        #: how long a retried transactional request waits (Java's retryBackoffMs: fixed)
+        self.retry_backoff_ms = retry_backoff_ms
         #: called with the new state on every change (the producer's send fast path listens)
-        self.on_state_change: Optional[Callable[[str], None]] = None
+        self.on_state_change: Optional[Callable[[TransactionState], None]] = None
         self._state = UNINITIALIZED
         self.last_error: Optional[BaseException] = None
-        self.coordinator: Any = None  # Node of the transaction coordinator
+        self.coordinator: Optional[Node] = None  # the transaction coordinator
         self.partitions_in_transaction: set = set()
         self.pending_partitions: set = set()  # want AddPartitionsToTxn
         self.partitions_being_added: set = set()  # AddPartitionsToTxn in flight
@@ -175,7 +196,8 @@ class TransactionManager:
         self.pending_offsets: Optional[PendingOffsets] = None
         self._offsets_added = False  # AddOffsetsToTxn succeeded in this transaction
         self._epoch_bump_required = False
-        self.retry_after_ms = 0  # the Sender backs off transactional requests until then
+        #: the Sender sends no transactional request before (its monotonic ms)
+        self.retry_after_ms = 0
         self._lock = threading.RLock()
         self._pid_epoch: Tuple[int, int] = (NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
         self._partitions: Dict[TopicPartition, _PartitionEntry] = {}
@@ -184,11 +206,11 @@ class TransactionManager:
         self.resets = 0  # how many times the producer id was reset (observable for tests/metrics)
 
     @property
-    def state(self) -> str:
+    def state(self) -> TransactionState:
         return self._state
 
     @state.setter
-    def state(self, value: str) -> None:
+    def state(self, value: TransactionState) -> None:
         self._state = value
         if self.on_state_change is not None:
             self.on_state_change(value)
@@ -216,6 +238,11 @@ class TransactionManager:
 
     def reset_requested(self) -> bool:
         return self._reset_requested
+
+    def idempotent_init_producer_id(self) -> TxnRequestHandler:
+        """The InitProducerId of an idempotent producer that ``needs_producer_id`` (any broker
+        answers it); a transactional producer's comes from ``next_transactional_request``."""
+        return InitProducerIdHandler(self)
 
     def set_producer_id_and_epoch(self, producer_id: int, epoch: int) -> None:
         """A new id from InitProducerId: every partition's sequences restart at 0 under it."""
@@ -394,7 +421,7 @@ class TransactionManager:
                 f"{what} needs a transactional producer: set transactional.id"
             )
 
-    def _transition(self, target: str) -> None:
+    def _transition(self, target: TransactionState) -> None:
         """Java's transitionTo: refuse what the state machine does not allow."""
         if self.state == FATAL_ERROR:
             self._raise_fatal(f"cannot go to {target}")
@@ -495,8 +522,8 @@ class TransactionManager:
             po = self.pending_offsets
             if po is None:
                 return
-            if error is None and po.stage == "add_offsets":
-                po.stage = "txn_offset_commit"
+            if error is None and not po.added:
+                po.added = True
                 self._offsets_added = True
                 return
             self._finish_pending_offsets(error)
@@ -556,8 +583,10 @@ class TransactionManager:
     def is_completing(self) -> bool:
         return self.state in (COMMITTING_TRANSACTION, ABORTING_TRANSACTION)
 
-    def next_transactional_request(self, accumulator_has_incomplete: bool) -> Optional[TxnRequest]:
-        """The one request the Sender should send now, or None."""
+    def next_transactional_request(
+        self, accumulator_has_incomplete: bool
+    ) -> Optional[TxnRequestHandler]:
+        """The handler of the one request the Sender should send now, or None."""
         with self._lock:
             state = self.state
             if state == FATAL_ERROR or state == UNINITIALIZED:
@@ -565,19 +594,23 @@ class TransactionManager:
             if state == INITIALIZING or (state == READY and self._epoch_bump_required):
                 if self.has_producer_id() and not self._epoch_bump_required:
                     return None
-                return self._via_coordinator(TxnRequest("init_producer_id"))
+                return self._via_coordinator(InitProducerIdHandler(self))
             if self.pending_partitions and state in (IN_TRANSACTION, COMMITTING_TRANSACTION):
                 if self.partitions_being_added:
                     return None  # one AddPartitionsToTxn at a time
+                if self.coordinator is None:
+                    return self._find_coordinator()
                 batch = sorted(self.pending_partitions)
-                return self._via_coordinator(TxnRequest("add_partitions", batch))
+                self.partitions_being_added = set(batch)
+                self.pending_partitions.difference_update(batch)
+                return AddPartitionsToTxnHandler(self, batch)
             po = self.pending_offsets
             if po is not None and state in (IN_TRANSACTION, COMMITTING_TRANSACTION):
-                if po.stage == "add_offsets":
-                    return self._via_coordinator(TxnRequest("add_offsets"))
+                if not po.added:
+                    return self._via_coordinator(AddOffsetsToTxnHandler(self, po.group.group_id))
                 if po.group_coordinator is None:
-                    return TxnRequest("find_group_coordinator")
-                return TxnRequest("txn_offset_commit")
+                    return FindCoordinatorHandler(self, KEY_TYPE_GROUP, po.group.group_id)
+                return TxnOffsetCommitHandler(self, po)
             if state in (COMMITTING_TRANSACTION, ABORTING_TRANSACTION):
                 if accumulator_has_incomplete or self.partitions_being_added:
                     return None
@@ -588,17 +621,16 @@ class TransactionManager:
                     self._complete_transaction()
                     return None
                 return self._via_coordinator(
-                    TxnRequest("end_txn", committed=state == COMMITTING_TRANSACTION)
+                    EndTxnHandler(self, committed=state == COMMITTING_TRANSACTION)
                 )
             return None
 
-    def _via_coordinator(self, request: TxnRequest) -> TxnRequest:
-        if self.coordinator is None:
-            return TxnRequest("find_coordinator")
-        if request.kind == "add_partitions":
-            self.partitions_being_added = set(request.partitions)
-            self.pending_partitions.difference_update(request.partitions)
-        return request
+    def _via_coordinator(self, handler: TxnRequestHandler) -> TxnRequestHandler:
+        """``handler``, or the lookup of the transaction coordinator it needs first."""
+        return handler if self.coordinator is not None else self._find_coordinator()
+
+    def _find_coordinator(self) -> TxnRequestHandler:
+        return FindCoordinatorHandler(self, KEY_TYPE_TRANSACTION, str(self.transactional_id))
 
     def coordinator_unknown(self) -> None:
         with self._lock:
