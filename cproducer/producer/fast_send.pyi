@@ -12,7 +12,7 @@ class FastSend:
         total_memory: int,
         max_block_ms: float,
         ignore_keys: bool,
-        time_ms: Optional[Callable[[], int]] = ...,
+        clock: Any = ...,
     ) -> None: ...
     def remember(self, topic: str, count: int, cluster: Any, version: Any) -> None: ...
     def send(

@@ -8,16 +8,16 @@ for a keyed record, the size bound, and one C-level ``RecordAccumulator.append``
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
-from posix.time cimport CLOCK_REALTIME, clock_gettime, timespec
+from posix.time cimport CLOCK_MONOTONIC, CLOCK_REALTIME, clock_gettime, timespec
 
 from cproducer.producer.internals.record_accumulator cimport RecordAccumulator, RecordAppendResult
 from cproducer.utils.murmur2 cimport murmur2_partition
 from cproducer.record.record_batch_builder cimport NO_HEADERS_SIZE, size_upper_bound
 
 
-cdef inline long long _wall_ms() noexcept nogil:
+cdef inline long long _clock_ms(int which) noexcept nogil:
     cdef timespec ts
-    clock_gettime(CLOCK_REALTIME, &ts)
+    clock_gettime(which, &ts)
     return <long long>ts.tv_sec * 1000 + ts.tv_nsec // 1000000
 
 
@@ -38,13 +38,14 @@ cdef class FastSend:
     cdef long long total_memory
     cdef double max_block_ms
     cdef bint ignore_keys
-    cdef object time_ms
+    # a Clock (cproducer.utils.time) when one was injected; None: the system's, read in C
+    cdef object clock
     # every send goes to the slow path: the producer is closed, or (transactional) no
     # transaction is open, and the slow path says which
     cdef public bint divert
 
     def __init__(self, RecordAccumulator acc, metadata, slow, wakeup, long long max_request_size,
-                 long long total_memory, double max_block_ms, bint ignore_keys, time_ms=None):
+                 long long total_memory, double max_block_ms, bint ignore_keys, clock=None):
         self.acc = acc
         self.metadata = metadata
         self.topics_last_used = metadata._topics
@@ -55,7 +56,7 @@ cdef class FastSend:
         self.total_memory = total_memory
         self.max_block_ms = max_block_ms
         self.ignore_keys = ignore_keys
-        self.time_ms = time_ms
+        self.clock = clock
         self.divert = False
 
     def remember(self, str topic, int count, cluster, long long version):
@@ -98,9 +99,15 @@ cdef class FastSend:
         size = size_upper_bound(klen, vlen, NO_HEADERS_SIZE)
         if size > self.max_request_size or size > self.total_memory:
             return self.slow(topic, value, key, headers, partition, timestamp_ms, callback)
-        now = _wall_ms() if self.time_ms is None else self.time_ms()
+        # batches linger and expire on the monotonic clock; a record's default timestamp is the
+        # wall clock's
+        if self.clock is None:
+            now = _clock_ms(CLOCK_MONOTONIC)
+            ts = _clock_ms(CLOCK_REALTIME) if timestamp_ms is None else timestamp_ms
+        else:
+            now = self.clock.monotonic_ms()
+            ts = self.clock.milliseconds() if timestamp_ms is None else timestamp_ms
         self.topics_last_used[topic] = now
-        ts = now if timestamp_ms is None else timestamp_ms
         result = self.acc.append(topic, part, ts, key, value, None, callback, self.max_block_ms,
                                  False, now, st.cluster)
         if result.batch_is_full or result.new_batch_created:

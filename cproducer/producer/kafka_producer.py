@@ -108,13 +108,10 @@ class KafkaProducer:
             raise errors.ConfigError("clock and time_ms: give one of the two (time_ms is older)")
         clock = as_clock(cfg.hooks.get("clock", cfg.hooks.get("time_ms", SYSTEM_CLOCK)))
         self._clock = clock
-        # The time batches are made, lingered and expired in. The C fast path (fast_send.pyx)
-        # appends with the wall clock, which is also its records' default timestamp, and writes
-        # the metadata's topic-use times with it: until it takes a monotonic time of its own, the
-        # other send paths, the Sender's accumulator calls and the metadata's topic expiry use
-        # the same clock. Everything else (requests, connections, the metadata refresh, the
-        # transactional backoff, max.block.ms) runs on the monotonic clock.
-        self._batch_time_ms: Callable[[], int] = clock.milliseconds
+        # The time batches are made, lingered and expired in, and the metadata's topic-use times:
+        # monotonic, like every other duration (requests, connections, the metadata refresh, the
+        # transactional backoff, max.block.ms). Only record timestamps read the wall clock.
+        self._batch_time_ms: Callable[[], int] = clock.monotonic_ms
         self.client_id: str = cfg["client.id"]
         self._max_block_ms: int = cfg["max.block.ms"]
         self._max_request_size: int = cfg["max.request.size"]
@@ -230,7 +227,7 @@ class KafkaProducer:
                 self._total_memory,
                 float(self._max_block_ms),
                 self._ignore_keys,
-                None if clock is SYSTEM_CLOCK else self._batch_time_ms,
+                None if clock is SYSTEM_CLOCK else clock,
             )
             # the instance attribute wins over the method: send() goes straight into Cython
             self.send = self._fast.send  # type: ignore[method-assign]

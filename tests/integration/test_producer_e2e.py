@@ -136,6 +136,31 @@ class _FixedWallClock(SystemClock):
         return 1_500_000_000_007
 
 
+class _JumpingWallClock(SystemClock):
+    """The system's monotonic clock; a wall clock that jumps an hour ahead at every reading."""
+
+    def __init__(self) -> None:
+        self.readings = 0
+
+    def milliseconds(self) -> int:
+        self.readings += 1
+        return super().milliseconds() + self.readings * 3_600_000
+
+
+def test_wall_clock_jumps_expire_no_batch(broker: LocalBroker) -> None:
+    """Batches linger and expire on the monotonic clock: a wall clock leaping an hour per
+    reading (delivery.timeout.ms is 2 minutes) fails no record, on the C and the Python path."""
+    topic = _topic(broker, 1)
+    clock = _JumpingWallClock()
+    with KafkaProducer(bootstrap_servers=broker.bootstrap_servers, clock=clock) as producer:
+        futures = [producer.send(topic, b"%d" % i) for i in range(200)]
+        futures += [producer.send(topic, b"h", headers=[("h", b"1")]) for _ in range(20)]
+        producer.flush(30)
+        assert all(f.get(0).offset >= 0 for f in futures)
+    assert clock.readings >= 220  # every record's timestamp read the jumping wall clock
+    assert len(read_back(broker.bootstrap_servers, topic, 1, 220)) == 220
+
+
 def test_the_clock_hook_stamps_records_on_every_send_path(broker: LocalBroker) -> None:
     topic = _topic(broker, 1)
     with KafkaProducer(

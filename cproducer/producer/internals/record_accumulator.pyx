@@ -9,8 +9,6 @@ by the caller: the clock is injectable.
 """
 
 import logging
-import math
-import random as _random
 import threading
 import time
 from collections import deque
@@ -35,6 +33,7 @@ from cproducer.utils.fast_lock cimport FastLock
 
 from cproducer.cluster import TopicPartition
 from cproducer.record import compression
+from cproducer.utils.backoff import ExponentialBackoff
 from cproducer.record.record_batch_builder import estimate_size_in_bytes_upper_bound
 from cproducer.errors import (
     IllegalStateError,
@@ -188,7 +187,10 @@ cdef class RecordAccumulator:
         self.flushes_in_progress = 0
         self.appends_in_progress = 0
         self.closed = False
-        self._jitter = _random.Random()
+        # Java's ExponentialBackoff(retry.backoff.ms, 2, retry.backoff.max.ms, 0.2)
+        self._jitter = ExponentialBackoff(retry_backoff_ms, RETRY_BACKOFF_EXP_BASE,
+                                          max(retry_backoff_ms, retry_backoff_max_ms),
+                                          RETRY_BACKOFF_JITTER)
 
     cdef TopicInfo _topic_info(self, str topic):
         cdef TopicInfo ti
@@ -608,19 +610,7 @@ cdef class RecordAccumulator:
         return expired
 
     cdef long long _backoff(self, int attempts):
-        # Java's ExponentialBackoff(retry.backoff.ms, 2, retry.backoff.max.ms, 0.2).backoff()
-        cdef double initial = min(self.retry_backoff_max_ms, self.retry_backoff_ms)
-        cdef double maximum = self.retry_backoff_max_ms
-        cdef double exp_max, exp, term
-        cdef long long value
-        if maximum <= initial:
-            return <long long>initial
-        exp_max = math.log(maximum / max(initial, 1.0)) / math.log(RETRY_BACKOFF_EXP_BASE)
-        exp = min(<double>max(attempts, 0), exp_max)
-        term = initial * RETRY_BACKOFF_EXP_BASE ** exp
-        value = <long long>(term * self._jitter.uniform(1 - RETRY_BACKOFF_JITTER,
-                                                        1 + RETRY_BACKOFF_JITTER))
-        return min(value, self.retry_backoff_max_ms)
+        return self._jitter.backoff(attempts)
 
     def retry_backoff(self, int attempts):
         """The backoff before retry number ``attempts + 1`` (jittered), in ms."""
