@@ -334,7 +334,7 @@ class ClientCredentialsTokenProvider(_RefreshingProvider):
                 raise errors.SaslAuthenticationError(
                     f"OAUTHBEARER: cannot read the token file {self._file}: {exc.strerror}"
                 ) from None
-            return self._token(value, None)
+            return self._make_token(value, None)
         form = {"grant_type": "client_credentials"}
         if self.scope:
             form["scope"] = self.scope
@@ -363,15 +363,17 @@ class ClientCredentialsTokenProvider(_RefreshingProvider):
             raise errors.SaslAuthenticationError(
                 f"OAUTHBEARER: no token from {self.url}: {reason}"
             ) from None
-        value = body.get("access_token") if isinstance(body, dict) else None
-        if not isinstance(value, str) or not value:
+        access = body.get("access_token") if isinstance(body, dict) else None
+        if not isinstance(access, str) or not access:
             raise errors.SaslAuthenticationError(
                 f"OAUTHBEARER: the answer of {self.url} has no access_token"
             )
         expires_in = body.get("expires_in")
-        return self._token(value, expires_in if isinstance(expires_in, (int, float)) else None)
+        return self._make_token(
+            access, expires_in if isinstance(expires_in, (int, float)) else None
+        )
 
-    def _token(self, value: str, expires_in: Optional[float]) -> OAuthBearerToken:
+    def _make_token(self, value: str, expires_in: Optional[float]) -> OAuthBearerToken:
         exp = jwt_claims(value).get("exp")
         if isinstance(exp, (int, float)) and not isinstance(exp, bool):
             expiry: Optional[int] = int(exp * 1000)

@@ -210,7 +210,7 @@ class SaslClientAuthenticator:
             return errors.IllegalSaslStateError(text)
         if code == UNSUPPORTED_SASL_MECHANISM:
             return errors.UnsupportedSaslMechanismError(text)
-        err = errors.for_code(code, text)
+        err = errors.exception_for(code, text)
         return err if err is not None else errors.SaslAuthenticationError(text)
 
     def _fail(self, exc: errors.KafkaError) -> errors.KafkaError:

@@ -177,6 +177,10 @@ class Sender:
             elif txn.pending_partitions and not self._txn_request_in_flight:
                 poll_timeout = 0  # an AddPartitionsToTxn to send
         self.client.poll(poll_timeout, self._now())
+        for _node, exc in self.client.take_authentication_failures():
+            # a refused login is not retried into the delivery timeout: the records waiting to
+            # be sent fail with it now (and send() raises it while it waits for metadata)
+            self.accumulator.abort_undrained_batches(exc)
 
     # ------------------------------------------------------------------ transactions
     def _maybe_init_producer_id(self, tm: Transactions, now: int) -> None:
