@@ -12,6 +12,7 @@ from scramp import ScramException, ScramMechanism
 
 from cproducer import errors
 from cproducer.security.oauthbearer import (
+    ClientCredentialsTokenProvider,
     OAuthBearerToken,
     UnsecuredTokenProvider,
     jwt_claims,
@@ -160,3 +161,17 @@ def test_unsecured_tokens_as_javas_unsecured_login() -> None:
     assert dict(token.extensions) == {"traceId": "t"}
     with pytest.raises(errors.ConfigError, match="unsecuredLoginStringClaim_sub"):
         UnsecuredTokenProvider({"unsecuredLoginLifetimeSeconds": "60"})
+
+
+def test_a_file_token_endpoint_reads_the_token_file(tmp_path: Any) -> None:
+    """Java's file-based sasl.oauthbearer.token.endpoint.url: the file holds the JWT."""
+    token = UnsecuredTokenProvider({"unsecuredLoginStringClaim_sub": "svc"}).fetch().value
+    path = tmp_path / "token.jwt"
+    path.write_text(token + "\n")
+    provider = ClientCredentialsTokenProvider(path.as_uri(), None, None)
+    got = provider.fetch()
+    assert got.value == token and got.expiry_ms == int(jwt_claims(token)["exp"] * 1000)
+    assert token not in repr(provider)
+    path.unlink()
+    with pytest.raises(errors.SaslAuthenticationError, match="cannot read the token file"):
+        provider.fetch()

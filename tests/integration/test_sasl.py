@@ -286,6 +286,47 @@ def test_bad_credentials_fail_send_fast_with_the_brokers_reason(
     assert f"failed authentication: [Error 58] SaslAuthenticationError: {mechanism}" in caplog.text
 
 
+@pytest.mark.parametrize("mechanism", MECHANISMS)
+def test_no_password_or_token_in_logs_or_reprs(
+    plain_cluster: Tuple[LocalBroker, SaslFront], caplog: pytest.LogCaptureFixture, mechanism: str
+) -> None:
+    """Debug logging on, a successful run and a refused one: the secrets appear nowhere."""
+    caplog.set_level(logging.DEBUG)
+    broker, front = plain_cluster
+    topic = f"quiet-{uuid.uuid4().hex[:8]}"
+    broker.create_topic(topic, 1)
+    tokens: List[str] = []
+
+    def provider() -> str:
+        tokens.append(unsecured_jwt("alice", 300))
+        return tokens[-1]
+
+    shown = []
+    for password in (PASSWORD, "refused-pw-5"):
+        secret: Dict[str, Any] = (
+            {"sasl_oauth_token_provider": provider}
+            if mechanism == "OAUTHBEARER"
+            else {"sasl_plain_username": "alice", "sasl_plain_password": password}
+        )
+        p = KafkaProducer(
+            bootstrap_servers=front.bootstrap_servers,
+            security_protocol="SASL_PLAINTEXT",
+            sasl_mechanism=mechanism,
+            max_block_ms=3000,
+            **secret,
+        )
+        try:
+            p.partitions_for(topic)
+        except errors.KafkaError as exc:
+            shown.append(str(exc) + repr(exc))
+        shown.append(repr(p.config) + repr(p.config.as_dict()) + repr(p._sasl_login))
+        p.close()
+    text = caplog.text + "".join(shown)
+    assert "authentication complete" in caplog.text  # the debug log did run
+    for secret_text in [PASSWORD, "refused-pw-5", *tokens]:
+        assert secret_text not in text
+
+
 def test_an_expired_token_is_refused(plain_cluster: Tuple[LocalBroker, SaslFront]) -> None:
     _broker, front = plain_cluster
     token = unsecured_jwt("alice", -5)
