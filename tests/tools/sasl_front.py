@@ -239,6 +239,10 @@ class SaslFront:
                 self._server.close()
             for w in list(self._writers):
                 w.close()
+            others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for t in others:
+                t.cancel()
+            await asyncio.gather(*others, return_exceptions=True)
 
         asyncio.run_coroutine_threadsafe(stop(), self._loop).result(10)
         self._loop.call_soon_threadsafe(self._loop.stop)
@@ -410,6 +414,8 @@ class SaslFront:
                         exc, (asyncio.IncompleteReadError, OSError)
                     ):
                         log.error("sasl front connection %d: %r", conn, exc, exc_info=exc)
+        except asyncio.CancelledError:
+            pass  # the front is closing
         finally:
             for t in tasks:
                 t.cancel()
