@@ -303,7 +303,14 @@ _ALIASES.update({d.java_name: d.java_name for d in _DEFS})
 #: kafka-python's sasl_oauth_token_provider. ``clock``: a cproducer.utils.time.Clock; ``time_ms``:
 #: a function of ms for both of its clocks; ``random``: the built-in partitioner's zero-argument
 #: int source
-_HOOKS = ("clock", "time_ms", "socket_factory", "random", "ssl_context", "sasl_oauth_token_provider")
+_HOOKS = (
+    "clock",
+    "time_ms",
+    "socket_factory",
+    "random",
+    "ssl_context",
+    "sasl_oauth_token_provider",
+)
 
 _client_ids = itertools.count(1)
 

@@ -47,9 +47,9 @@ from cproducer.protocol import (
     encode_request,
     is_flexible,
 )
+from cproducer.security.sasl_authenticator import SaslRawToken
 from cproducer.utils.backoff import ExponentialBackoff
 from cproducer.utils.time import SYSTEM_CLOCK, Clock
-from cproducer.security.sasl_authenticator import SaslRawToken
 
 log = logging.getLogger("cproducer.network.network_client")
 

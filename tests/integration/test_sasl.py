@@ -283,7 +283,8 @@ def test_bad_credentials_fail_send_fast_with_the_brokers_reason(
     assert took < 10  # not max.block.ms (20 s): the first refusal ends the wait
     assert f"{mechanism} authentication with node -1 failed" in str(exc) and says in str(exc)
     assert password not in str(exc) and password not in caplog.text
-    assert f"failed authentication: [Error 58] SaslAuthenticationError: {mechanism}" in caplog.text
+    logged = f"failed authentication: [Error 58] {type(exc).__name__}: {mechanism} authentication"
+    assert logged in caplog.text
 
 
 @pytest.mark.parametrize("mechanism", MECHANISMS)

@@ -184,18 +184,11 @@ class Sender:
         """A refused login is not retried into the delivery timeout: every record waiting in
         a queue fails with it now, also batches back for a retry (send() raises it while it
         waits for metadata). Batches in flight on other connections complete as they will."""
-        tm = self.transaction_manager
-        if self._transactional and (tm.pending_result or tm.pending_offsets) is not None:
-            # Java's TransactionManager.authenticationFailed: the waiting transactional
-            # operation fails with it, and the producer cannot go on
-            tm.transition_to_fatal_error(exc)
         retried = self.accumulator.abort_queued_batches(exc)
-        now = self.time_ms()
         for batch in retried:
-            self._fail_batch(batch, exc, False, now)
-        if retried and tm is not None and not self._transactional:
-            # their sequence numbers were used: the next batches start a new producer id
-            tm.request_producer_id_reset("batches failed with an authentication error")
+            self._fail_batch(batch, exc, False)
+        if self.transaction_manager is not None:
+            self.transaction_manager.authentication_failed(exc, bool(retried))
 
     # ------------------------------------------------------------------ transactions
     def _maybe_init_producer_id(self, tm: Transactions, now: int) -> None:
