@@ -14,6 +14,8 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, NamedTuple, Opt
 
 from cproducer.errors import ConfigError
 from cproducer.record import compression
+from cproducer.security.password import Password
+from cproducer.security.sasl_client import MECHANISMS as _SASL_MECHANISMS
 
 _INT32_MAX = 2**31 - 1
 _INT64_MAX = 2**63 - 1
@@ -62,6 +64,25 @@ def _optional_str(name: str, value: Any) -> Optional[str]:
     if value is None or isinstance(value, str):
         return value
     raise ConfigError(f"{name}: expected a string or None, got {type(value).__name__}")
+
+
+def _password(name: str, value: Any) -> Optional[Password]:
+    """A secret: kept as a Password, which never shows itself in a repr or a message."""
+    if value is None or isinstance(value, Password):
+        return value
+    if isinstance(value, str):
+        return Password(value)
+    raise ConfigError(f"{name}: expected a string or None, got {type(value).__name__}")
+
+
+def _sasl_mechanism(name: str, value: Any) -> str:
+    if isinstance(value, str) and value.strip().upper() in _SASL_MECHANISMS:
+        return value.strip().upper()
+    if isinstance(value, str) and value.strip().upper() == "GSSAPI":
+        raise ConfigError(
+            f"{name}: GSSAPI (Kerberos) is not supported; use one of {', '.join(_SASL_MECHANISMS)}"
+        )
+    raise ConfigError(f"{name}: expected one of {', '.join(_SASL_MECHANISMS)}, got {value!r}")
 
 
 def _choice(*allowed: str) -> Callable[[str, Any], str]:
@@ -221,18 +242,39 @@ _DEFS: Tuple[ConfigDef, ...] = (
     ConfigDef("send.buffer.bytes", 131072, _int(-1, _INT32_MAX), "SO_SNDBUF (-1: OS)"),
     ConfigDef("receive.buffer.bytes", 32768, _int(-1, _INT32_MAX), "SO_RCVBUF (-1: OS)"),
     ConfigDef("connections.max.idle.ms", 540000, _int(0, _INT64_MAX), "idle close"),
-    ConfigDef("security.protocol", "plaintext", _choice("plaintext", "ssl"), "PLAINTEXT or SSL"),
+    ConfigDef(
+        "security.protocol",
+        "plaintext",
+        _choice("plaintext", "ssl", "sasl_plaintext", "sasl_ssl"),
+        "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL",
+    ),
     ConfigDef("ssl.truststore.location", None, _optional_str, "CA certificates (PEM file)"),
     ConfigDef("ssl.truststore.type", "PEM", _choice("pem"), "only PEM"),
     ConfigDef("ssl.keystore.location", None, _optional_str, "client cert chain + key (PEM file)"),
     ConfigDef("ssl.keystore.type", "PEM", _choice("pem"), "only PEM"),
-    ConfigDef("ssl.key.password", None, _optional_str, "password of the keystore's key"),
+    ConfigDef("ssl.key.password", None, _password, "password of the keystore's key"),
     ConfigDef(
         "ssl.endpoint.identification.algorithm",
         "https",
         _choice("https", ""),
         "'https': the certificate must name the broker's host; '': chain only",
     ),
+    ConfigDef("sasl.mechanism", None, _sasl_mechanism, "PLAIN, SCRAM-SHA-256/512, OAUTHBEARER"),
+    ConfigDef("sasl.jaas.config", None, _password, "Java's JAAS login module line"),
+    ConfigDef("sasl.username", None, _optional_str, "PLAIN/SCRAM user (librdkafka's name)"),
+    ConfigDef("sasl.password", None, _password, "PLAIN/SCRAM password (librdkafka's name)"),
+    ConfigDef(
+        "sasl.login.callback.handler.class",
+        None,
+        _optional_str,
+        "only Java's OAuthBearerLoginCallbackHandler (with a token endpoint)",
+    ),
+    ConfigDef("sasl.oauthbearer.token.endpoint.url", None, _optional_str, "OIDC token endpoint"),
+    ConfigDef(
+        "sasl.oauthbearer.client.credentials.client.id", None, _optional_str, "OIDC client id"
+    ),
+    ConfigDef("sasl.oauthbearer.client.credentials.client.secret", None, _password, "OIDC secret"),
+    ConfigDef("sasl.oauthbearer.scope", None, _optional_str, "OIDC scope"),
 )
 
 CONFIG_DEFS: Dict[str, ConfigDef] = {d.java_name: d for d in _DEFS}
@@ -246,14 +288,29 @@ _ALIASES.update(
         "ssl_cafile": "ssl.truststore.location",
         "ssl_certfile": "ssl.keystore.location",
         "ssl_password": "ssl.key.password",
+        # kafka-python's SASL settings
+        "sasl_plain_username": "sasl.username",
+        "sasl_plain_password": "sasl.password",
+        # librdkafka's spellings
+        "sasl.mechanisms": "sasl.mechanism",
+        "sasl.oauthbearer.client.id": "sasl.oauthbearer.client.credentials.client.id",
+        "sasl.oauthbearer.client.secret": "sasl.oauthbearer.client.credentials.client.secret",
     }
 )
 _ALIASES.update({d.java_name: d.java_name for d in _DEFS})
 
-#: Settings that are not Kafka configs but hooks (tests, the future test proxy).
-#: ``clock``: a cproducer.utils.time.Clock; ``time_ms``: a function of ms for both of its clocks;
-#: ``random``: the built-in partitioner's zero-argument int source
-_HOOKS = ("clock", "time_ms", "socket_factory", "random", "ssl_context")
+#: Settings that are not Kafka configs but objects: hooks (tests, the test proxy), an ssl_context,
+#: kafka-python's sasl_oauth_token_provider. ``clock``: a cproducer.utils.time.Clock; ``time_ms``:
+#: a function of ms for both of its clocks; ``random``: the built-in partitioner's zero-argument
+#: int source
+_HOOKS = (
+    "clock",
+    "time_ms",
+    "socket_factory",
+    "random",
+    "ssl_context",
+    "sasl_oauth_token_provider",
+)
 
 _client_ids = itertools.count(1)
 

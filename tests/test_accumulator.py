@@ -698,3 +698,22 @@ def test_expired_batches_leave_in_order_and_take_no_more_records() -> None:
     assert [(b.topic_partition.partition, b.created_ms) for b in expired] == [(0, 0), (0, 100)]
     assert all(b.try_append(1, None, b"", None, None, 0) is None for b in expired)
     assert a.queue_size(TP0) == 0 and a.queue_size(TopicPartition("t", 2)) == 1
+
+
+def test_abort_queued_batches_fails_the_unsent_and_returns_the_retries() -> None:
+    """An authentication failure: everything in a queue goes; batches in flight stay."""
+    a, c = acc(batch_size=1024, linger=10_000), cluster()
+    calls: List[Any] = []
+    for i in range(8):
+        append(a, c, i % 2, cb=lambda md, exc, i=i: calls.append((i, exc)))
+    in_flight = a.drain(c, {1}, 1 << 20, 0)[1]  # partition 0's batch: sent
+    retried = a.drain(c, {2}, 1 << 20, 0)[2]  # partition 1's batch: sent, then back for a retry
+    a.reenqueue(retried[0], 0)
+    for i in range(8, 12):
+        append(a, c, 2 + i % 2, cb=lambda md, exc, i=i: calls.append((i, exc)))  # never sent
+    back = a.abort_queued_batches(KafkaError("refused"))
+    assert back == retried and not a.has_undrained()
+    assert sorted(i for i, _ in calls) == [8, 9, 10, 11]  # only the never-sent ones failed here
+    assert all(str(e) == "refused" for _, e in calls)
+    assert not back[0].is_done  # the Sender fails it, through the transaction manager
+    assert in_flight[0].complete(0, -1)  # the one in flight is still open

@@ -51,7 +51,7 @@ def test_java_names_dict_and_python_keywords_agree() -> None:
         ({"enable_idempotence": "yes"}, "enable.idempotence: expected true or false"),
         ({"bootstrap_servers": "host:notaport"}, "bootstrap.servers"),
         ({"key_serializer": 5}, "key.serializer"),
-        ({"security_protocol": "SASL_SSL"}, "security.protocol"),
+        ({"security_protocol": "SASL_GSSAPI"}, "security.protocol: expected one of plaintext"),
     ],
 )
 def test_bad_values_name_the_key(kwargs: dict, match: str) -> None:

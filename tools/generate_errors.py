@@ -32,6 +32,7 @@ class Row(NamedTuple):
     name: str  # Errors.java
     java_class: str  # its exception class ("" for NONE)
     kind: str  # "" | "R" retriable | "M" invalid metadata (retriable) | "A" authorization
+    # | "U" authentication
     kafka_python: Optional[str]  # kafka-python's class for the code
     description: str
 
@@ -119,10 +120,10 @@ TABLE: List[Row] = [
         "ClusterAuthorizationFailedError", "Cluster authorization failed."),
     Row(32, "INVALID_TIMESTAMP", "InvalidTimestampException", "", "InvalidTimestampError",
         "The timestamp of the message is out of acceptable range."),
-    Row(33, "UNSUPPORTED_SASL_MECHANISM", "UnsupportedSaslMechanismException", "",
+    Row(33, "UNSUPPORTED_SASL_MECHANISM", "UnsupportedSaslMechanismException", "U",
         "UnsupportedSaslMechanismError",
         "The broker does not support the requested SASL mechanism."),
-    Row(34, "ILLEGAL_SASL_STATE", "IllegalSaslStateException", "", "IllegalSaslStateError",
+    Row(34, "ILLEGAL_SASL_STATE", "IllegalSaslStateException", "U", "IllegalSaslStateError",
         "Request is not valid given the current SASL state."),
     Row(35, "UNSUPPORTED_VERSION", "UnsupportedVersionException", "", "UnsupportedVersionError",
         "The version of API is not supported."),
@@ -184,7 +185,7 @@ TABLE: List[Row] = [
         "Disk error when trying to access log file on the disk."),
     Row(57, "LOG_DIR_NOT_FOUND", "LogDirNotFoundException", "", "LogDirNotFoundError",
         "The user-specified log directory is not found in the broker config."),
-    Row(58, "SASL_AUTHENTICATION_FAILED", "SaslAuthenticationException", "",
+    Row(58, "SASL_AUTHENTICATION_FAILED", "SaslAuthenticationException", "U",
         "SaslAuthenticationFailedError", "SASL Authentication failed."),
     Row(59, "UNKNOWN_PRODUCER_ID", "UnknownProducerIdException", "", "UnknownProducerIdError",
         "This exception is raised by the broker if it could not locate the producer metadata "
@@ -395,6 +396,7 @@ _BASES = {
     "R": "RetriableError, BrokerResponseError",
     "M": "InvalidMetadataError, BrokerResponseError",
     "A": "AuthorizationError",
+    "U": "AuthenticationError",
 }
 
 

@@ -1,7 +1,14 @@
 """NetworkClient: non-blocking connections to the brokers (Java's NetworkClient).
 
 One connection per node, driven by ``selectors`` from the Sender thread's ``poll``. A connection
-goes connecting → checking_api_versions (the client sends ApiVersions itself) → ready. Requests are
+goes connecting → checking_api_versions (the client sends ApiVersions itself) → [authenticating]
+→ ready. With SASL (``sasl_authenticator_factory``) each connection gets a
+``SaslClientAuthenticator`` once ApiVersions has answered: its SaslHandshake and SaslAuthenticate
+requests go out as internal requests and their answers go back to it, until it completes (ready)
+or refuses (the connection closes, and the error is kept for the Sender and the metadata: Java's
+authentication failure, fatal rather than retried quietly). When the broker stated a session
+lifetime (KIP-368), the connection stops taking requests once re-authentication is due, and
+re-authenticates as soon as nothing is in flight on it. Requests are
 written with gather writes (``socket.sendmsg`` over the frame's parts: record batches are never
 copied into one bytes object); responses are matched to requests in order by correlation id.
 Reconnects back off exponentially with jitter, and each new attempt of a node that failed gets a
@@ -40,6 +47,7 @@ from cproducer.protocol import (
     encode_request,
     is_flexible,
 )
+from cproducer.security.sasl_authenticator import SaslRawToken
 from cproducer.utils.backoff import ExponentialBackoff
 from cproducer.utils.time import SYSTEM_CLOCK, Clock
 
@@ -62,6 +70,7 @@ class ConnectionState(enum.Enum):
     DISCONNECTED = "disconnected"
     CONNECTING = "connecting"
     CHECKING_API_VERSIONS = "checking_api_versions"
+    AUTHENTICATING = "authenticating"
     READY = "ready"
 
     def __str__(self) -> str:
@@ -71,6 +80,7 @@ class ConnectionState(enum.Enum):
 DISCONNECTED = ConnectionState.DISCONNECTED
 CONNECTING = ConnectionState.CONNECTING
 CHECKING_API_VERSIONS = ConnectionState.CHECKING_API_VERSIONS
+AUTHENTICATING = ConnectionState.AUTHENTICATING
 READY = ConnectionState.READY
 
 
@@ -142,6 +152,8 @@ class _Connection:
     api_versions_version: int = 3
     events: int = selectors.EVENT_WRITE  # what the selector watches (registered when connecting)
     tls: bool = False  # sock is a cproducer.network.tls.TlsSocket
+    authenticator: Any = None  # SaslClientAuthenticator, with SASL
+    reauthenticate_at_ms: Optional[int] = None  # KIP-368: stop sending and re-authenticate then
 
 
 class _NodeBackoff:
@@ -172,6 +184,7 @@ class NetworkClient:
         socket_factory: Callable[..., Any] = default_socket_factory,
         max_response_size: int = 100 * 1024 * 1024,
         random: Optional[Callable[[], float]] = None,
+        sasl_authenticator_factory: Optional[Callable[[int], Any]] = None,
     ) -> None:
         """``random``: a zero-argument function returning a float in [0, 1) (the backoffs'
         jitter, the least-loaded node's starting point); default: a generator of its own."""
@@ -203,6 +216,9 @@ class NetworkClient:
         )
         self.socket_factory = socket_factory
         self.max_response_size = max_response_size
+        self.sasl_authenticator_factory = sasl_authenticator_factory
+        # authentication failures not yet taken by the Sender (it fails the waiting batches)
+        self._authentication_failures: List[Tuple[int, BaseException]] = []
         self._selector = selectors.DefaultSelector()
         self._conns: Dict[int, _Connection] = {}
         self._node_backoff: Dict[int, _NodeBackoff] = {}
@@ -234,6 +250,7 @@ class NetworkClient:
             and conn.state == READY
             and len(conn.in_flight) < self.max_in_flight
             and len(conn.send_queue) == 0
+            and (conn.reauthenticate_at_ms is None or self.time_ms() < conn.reauthenticate_at_ms)
         )
 
     def connection_state(self, node_id: int) -> ConnectionState:
@@ -302,16 +319,14 @@ class NetworkClient:
         self._send_api_versions(conn, now_ms)
 
     def _send_api_versions(self, conn: _Connection, now_ms: int) -> None:
+        self._send_internal(conn, ApiVersionsRequest(), conn.api_versions_version, now_ms)
+
+    def _send_internal(self, conn: _Connection, request: Any, version: int, now_ms: int) -> None:
+        """A request of the connection's own setup (ApiVersions, SASL), answered to the client."""
         req = ClientRequest(
-            conn.node_id,
-            ApiVersionsRequest(),
-            conn.api_versions_version,
-            now_ms,
-            None,
-            self.request_timeout_ms,
-            True,
-            internal=True,
+            conn.node_id, request, version, now_ms, None, self.request_timeout_ms, True
         )
+        req.internal = True
         self._enqueue(conn, req)
 
     def api_version_for(self, node_id: int, request_cls: Any) -> int:
@@ -335,9 +350,13 @@ class NetworkClient:
 
     def _enqueue(self, conn: _Connection, request: ClientRequest) -> None:
         request.correlation_id = self._next_correlation_id()
-        parts = encode_request(
-            request.request, request.api_version, request.correlation_id, self.client_id
-        )
+        if isinstance(request.request, SaslRawToken):  # after a v0 SaslHandshake: no header
+            token = request.request.auth_bytes
+            parts: List[Any] = [_SIZE.pack(len(token)) + token]
+        else:
+            parts = encode_request(
+                request.request, request.api_version, request.correlation_id, self.client_id
+            )
         views = [memoryview(p).cast("B") for p in parts]
         conn.send_queue.append((views, request))
         if request.expect_response:
@@ -414,6 +433,7 @@ class NetworkClient:
     def poll(self, timeout_ms: int, now_ms: int) -> List[ClientResponse]:
         if self._closed:
             return []
+        self._maybe_reauthenticate(now_ms)
         metadata_timeout = (
             self.metadata_updater.maybe_update(now_ms) if self.metadata_updater else 2**31
         )
@@ -479,6 +499,8 @@ class NetworkClient:
             for req in conn.in_flight:
                 out = min(out, req.created_ms + req.request_timeout_ms - now_ms)
                 break
+            if conn.reauthenticate_at_ms is not None and conn.state == READY:
+                out = min(out, conn.reauthenticate_at_ms - now_ms)
         return out
 
     def _handle_timeouts(self, now_ms: int) -> None:
@@ -537,7 +559,9 @@ class NetworkClient:
         pos = 0
         while len(buf) - pos >= 4:
             (size,) = _SIZE.unpack_from(buf, pos)
-            if size < 4 or size > self.max_response_size:
+            # a bare SASL token (after a v0 SaslHandshake) may be empty; answers have a header
+            smallest = 0 if conn.in_flight and conn.in_flight[0].request.API_KEY < 0 else 4
+            if size < smallest or size > self.max_response_size:
                 reason = f"bad response length {size} from node {conn.node_id}"
                 self._disconnect(conn, now_ms, reason, errors.CorruptResponseError(reason))
                 return
@@ -562,6 +586,9 @@ class NetworkClient:
             self._disconnect(conn, now_ms, reason, errors.CorruptResponseError(reason))
             return False
         req = conn.in_flight[0]
+        if isinstance(req.request, SaslRawToken):
+            conn.in_flight.popleft()
+            return self._handle_sasl(conn, bytes(frame), now_ms)
         try:
             flexible = is_flexible(type(req.request), req.api_version)
             cid, body = decode_response_header(req.request.API_KEY, flexible, frame)
@@ -575,7 +602,9 @@ class NetworkClient:
             return False
         conn.in_flight.popleft()
         if req.internal:
-            return self._handle_api_versions(conn, response, now_ms)
+            if isinstance(req.request, ApiVersionsRequest):
+                return self._handle_api_versions(conn, response, now_ms)
+            return self._handle_sasl(conn, response, now_ms)
         self._completed.append(ClientResponse(req, conn.node_id, now_ms, response))
         return True
 
@@ -592,13 +621,80 @@ class NetworkClient:
             self._disconnect(conn, now_ms, reason, errors.exception_for(response.error_code))
             return False
         conn.api_versions = response.api_versions
+        if self.sasl_authenticator_factory is not None:
+            conn.authenticator = self.sasl_authenticator_factory(conn.node_id)
+            try:
+                request, version = conn.authenticator.begin(conn.api_versions, now_ms)
+            except errors.AuthenticationError as exc:
+                self._authentication_failed(conn, now_ms, exc)
+                return False
+            conn.state = AUTHENTICATING
+            self._send_internal(conn, request, version, now_ms)
+            self._flush(conn, now_ms)
+            return True
+        self._ready(conn)
+        return True
+
+    def _ready(self, conn: _Connection) -> None:
         conn.state = READY
         b = self._node_backoff.get(conn.node_id)
         if b is not None:
             b.failures = 0
             b.backoff_ms = 0
         log.debug("node %s ready", conn.node_id)
+
+    # ------------------------------------------------------------------ SASL
+    def _handle_sasl(self, conn: _Connection, response: Any, now_ms: int) -> bool:
+        auth = conn.authenticator
+        try:
+            following = auth.on_response(response, now_ms)
+        except errors.AuthenticationError as exc:
+            self._authentication_failed(conn, now_ms, exc)
+            return False
+        if following is not None:
+            self._send_internal(conn, following[0], following[1], now_ms)
+            self._flush(conn, now_ms)
+            return True
+        conn.reauthenticate_at_ms = auth.reauthenticate_at_ms
+        if auth.authentications > 1:
+            log.debug("node %s: re-authenticated", conn.node_id)
+            conn.state = READY
+        else:
+            self._ready(conn)
         return True
+
+    def _maybe_reauthenticate(self, now_ms: int) -> None:
+        """KIP-368: a connection whose re-authentication is due (it takes no new requests since)
+        re-authenticates once nothing is in flight on it."""
+        for conn in list(self._conns.values()):
+            due = conn.reauthenticate_at_ms
+            if (
+                due is None
+                or now_ms < due
+                or conn.state != READY
+                or conn.in_flight
+                or conn.send_queue
+            ):
+                continue
+            conn.reauthenticate_at_ms = None
+            conn.state = AUTHENTICATING
+            request, version = conn.authenticator.begin_reauthentication(now_ms)
+            log.debug("node %s: re-authenticating (KIP-368)", conn.node_id)
+            self._send_internal(conn, request, version, now_ms)
+            self._flush(conn, now_ms)
+
+    def _authentication_failed(
+        self, conn: _Connection, now_ms: int, exc: errors.AuthenticationError
+    ) -> None:
+        # Java logs it at error level too: a configuration problem, not a passing one
+        log.error("node %s failed authentication: %s", conn.node_id, exc)
+        self._authentication_failures.append((conn.node_id, exc))
+        self._disconnect(conn, now_ms, f"authentication failed: {exc}", exc)
+
+    def take_authentication_failures(self) -> List[Tuple[int, BaseException]]:
+        """(node, error) of the authentication failures since the last call."""
+        out, self._authentication_failures = self._authentication_failures, []
+        return out
 
     def _disconnect(
         self,
@@ -610,6 +706,11 @@ class NetworkClient:
     ) -> None:
         if self._conns.get(conn.node_id) is not conn:
             return
+        if conn.state == AUTHENTICATING and not isinstance(exc, errors.AuthenticationError):
+            lost = conn.authenticator.connection_lost()
+            if lost is not None:  # a bare-token exchange: closing is how the broker refuses
+                self._authentication_failed(conn, now_ms, lost)
+                return
         level = logging.INFO if conn.state == READY else logging.DEBUG
         if isinstance(exc, errors.CorruptResponseError):
             level = logging.WARNING
@@ -648,7 +749,8 @@ class NetworkClient:
                 )
             )
         if self.metadata_updater is not None:
-            self.metadata_updater.handle_disconnection(conn.node_id)
+            auth_error = exc if isinstance(exc, errors.AuthenticationError) else None
+            self.metadata_updater.handle_disconnection(conn.node_id, auth_error)
 
     def _complete(self, resp: ClientResponse) -> None:
         cb = resp.request.callback
@@ -795,7 +897,13 @@ class DefaultMetadataUpdater:
             self.metadata.failed_update(now_ms, errors.NetworkError(f"cannot reach {node}"))
         return max(self.client.connection_delay(node, now_ms), 1)
 
-    def handle_disconnection(self, node_id: int) -> None:
+    def handle_disconnection(
+        self, node_id: int, auth_error: Optional[BaseException] = None
+    ) -> None:
         # Java requests an update when a connection drops (the cluster may have changed); a
         # metadata request in flight on it fails with it, and its on_response resets in_progress
         self.metadata.request_update()
+        if auth_error is not None:
+            # Java's Metadata.fatalError: whoever waits for metadata gets it now, rather than
+            # a timeout after max.block.ms
+            self.metadata.fatal_error(auth_error)

@@ -45,6 +45,9 @@ from cproducer.record.record_batch_builder import (
     estimate_size_in_bytes_upper_bound,
     headers_size_in_bytes,
 )
+from cproducer.security.login import sasl_login_from_config
+from cproducer.security.password import reveal
+from cproducer.security.sasl_authenticator import SaslClientAuthenticator
 from cproducer.utils.murmur2 import partition_for_key
 from cproducer.utils.time import SYSTEM_CLOCK, as_clock
 
@@ -169,15 +172,26 @@ class KafkaProducer:
         client_kwargs: Dict[str, Any] = {}
         if "socket_factory" in cfg.hooks:
             client_kwargs["socket_factory"] = cfg.hooks["socket_factory"]
-        if cfg["security.protocol"] == "ssl":
+        if cfg["security.protocol"] in ("ssl", "sasl_ssl"):
             context = cfg.hooks.get("ssl_context") or ssl_context_from_config(
                 cfg["ssl.truststore.location"],
                 cfg["ssl.keystore.location"],
-                cfg["ssl.key.password"],
+                reveal(cfg["ssl.key.password"]),
                 cfg["ssl.endpoint.identification.algorithm"],
             )
             client_kwargs["socket_factory"] = tls_socket_factory(
                 context, client_kwargs.get("socket_factory", default_socket_factory)
+            )
+        # SASL: the credentials resolved once (an OIDC login fetches its first token now, and a
+        # refusal fails the constructor, as Java's login does); every connection authenticates
+        # with them through its own SaslClientAuthenticator
+        self._sasl_login = sasl_login_from_config(
+            cfg.as_dict(), cfg.hooks.get("sasl_oauth_token_provider")
+        )
+        if self._sasl_login is not None:
+            login = self._sasl_login
+            client_kwargs["sasl_authenticator_factory"] = lambda node_id: SaslClientAuthenticator(
+                login.mechanism, login.new_client, node_id
             )
         self._client = NetworkClient(
             client_id=self.client_id,
@@ -681,6 +695,8 @@ class KafkaProducer:
             self._sender.thread.join()
         self._pool.close()
         self._metadata.close()
+        if self._sasl_login is not None:
+            self._sasl_login.close()
         self._interceptors.close()
         close_partitioner = getattr(self._partitioner, "close", None)
         if close_partitioner is not None:

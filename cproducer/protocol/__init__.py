@@ -41,6 +41,8 @@ from cproducer.protocol.metadata import (
 )
 from cproducer.protocol.primitives import Reader, Writer
 from cproducer.protocol.produce import PartitionProduceResponse, ProduceRequest, ProduceResponse
+from cproducer.protocol.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
+from cproducer.protocol.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
 from cproducer.protocol.txn_offsets import (
     AddOffsetsToTxnRequest,
     AddOffsetsToTxnResponse,
@@ -77,6 +79,10 @@ __all__ = [
     "ProduceRequest",
     "ProduceResponse",
     "Reader",
+    "SaslAuthenticateRequest",
+    "SaslAuthenticateResponse",
+    "SaslHandshakeRequest",
+    "SaslHandshakeResponse",
     "TopicMetadata",
     "Writer",
     "choose_version",

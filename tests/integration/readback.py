@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import Dict, List, NamedTuple, Optional, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException
 from confluent_kafka import TopicPartition as CKTopicPartition
@@ -27,9 +27,11 @@ def read_back(
     expected: int,
     timeout_s: float = 30.0,
     settle_s: float = 0.3,
+    config: Optional[Dict[str, Any]] = None,
 ) -> List[ConsumedRecord]:
     """Every record of ``topic`` (partitions 0..n-1) from offset 0, until ``expected`` were seen
-    (then ``settle_s`` more to catch extras, e.g. duplicates) or ``timeout_s``."""
+    (then ``settle_s`` more to catch extras, e.g. duplicates) or ``timeout_s``. ``config``: more
+    consumer settings (security)."""
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -37,6 +39,7 @@ def read_back(
             "enable.auto.commit": False,
             "auto.offset.reset": "earliest",
             "fetch.wait.max.ms": 50,
+            **(config or {}),
         }
     )
     try:

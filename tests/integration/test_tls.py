@@ -8,7 +8,6 @@ import os
 import selectors
 import socket
 import ssl
-import subprocess
 import threading
 import uuid
 from pathlib import Path
@@ -20,38 +19,6 @@ from confluent_kafka import TopicPartition as CKTopicPartition
 
 from cproducer import KafkaProducer, errors
 from cproducer.localbroker import LocalBroker, free_port
-
-
-def _openssl(*args: str, cwd: Path) -> None:
-    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
-
-
-def _issue(d: Path, name: str, subject_alt_name: str) -> None:
-    """``name``.key/.pem signed by the CA in ``d``."""
-    ext = d / f"{name}.ext"
-    ext.write_text(f"subjectAltName={subject_alt_name}\n")
-    key, csr, pem = f"{name}.key", f"{name}.csr", f"{name}.pem"
-    _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-subj", f"/CN={name}",
-             "-out", csr, cwd=d)  # fmt: skip
-    _openssl("x509", "-req", "-in", csr, "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
-             "-days", "2", "-extfile", ext.name, "-out", pem, cwd=d)  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def certs(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, str]:
-    d = tmp_path_factory.mktemp("tls")
-    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-subj",
-             "/CN=cproducer test CA", "-days", "2", "-out", "ca.pem", cwd=d)  # fmt: skip
-    _issue(d, "broker", "IP:127.0.0.1,DNS:localhost")
-    _issue(d, "elsewhere", "DNS:broker.elsewhere.example")
-    _issue(d, "client", "DNS:client")
-    # a keystore as Java's PEM keystores hold it: the certificate chain and the key in one file
-    (d / "client-keystore.pem").write_text(
-        (d / "client.pem").read_text() + (d / "client.key").read_text()
-    )
-    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "other-ca.key", "-subj",
-             "/CN=another CA", "-days", "2", "-out", "other-ca.pem", cwd=d)  # fmt: skip
-    return {p.stem if p.suffix == ".pem" else p.name: str(p) for p in d.iterdir()}
 
 
 class TlsTerminator:
@@ -260,6 +227,6 @@ def test_ssl_configuration_errors_name_the_setting(certs: Dict[str, str], tmp_pa
             ssl_keystore_location=certs["ca"],  # a certificate without its key
         )
     with pytest.raises(errors.ConfigError, match="security.protocol"):
-        KafkaProducer(bootstrap_servers="127.0.0.1:1", security_protocol="SASL_SSL")
+        KafkaProducer(bootstrap_servers="127.0.0.1:1", security_protocol="TLS")
     with pytest.raises(errors.ConfigError, match="ssl.truststore.type"):
         KafkaProducer(bootstrap_servers="127.0.0.1:1", ssl_truststore_type="JKS")

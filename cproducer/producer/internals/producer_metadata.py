@@ -69,6 +69,9 @@ class ProducerMetadata:
         self._leader_epochs: Dict[TopicPartition, int] = {}
         self._topic_errors: Dict[str, BaseException] = {}
         self._last_error: Optional[BaseException] = None
+        # an error that ends every wait for metadata at once (an authentication failure), kept
+        # until an update succeeds
+        self._fatal_error: Optional[BaseException] = None
         self._closed = False
 
     # ------------------------------------------------------------------ reads
@@ -119,6 +122,7 @@ class ProducerMetadata:
         deadline = time.monotonic() + timeout_ms / 1000.0
         with self._lock:
             while self.version <= last_version and not self._closed:
+                self._maybe_throw_fatal_error()
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise errors.KafkaTimeoutError(
@@ -128,6 +132,22 @@ class ProducerMetadata:
                 self._updated.wait(remaining)
             if self._closed:
                 raise errors.ProducerClosedError("the producer was closed")
+
+    def _maybe_throw_fatal_error(self) -> None:
+        exc = self._fatal_error
+        if exc is not None:
+            # a new instance per waiting thread: one shared exception would gather every
+            # thread's traceback
+            fresh = type(exc)(*exc.args)
+            fresh.__cause__ = exc.__cause__
+            raise fresh
+
+    def fatal_error(self, exc: BaseException) -> None:
+        """Java's Metadata.fatalError: wake every waiter with ``exc``."""
+        with self._lock:
+            self._fatal_error = exc
+            self._last_error = exc
+            self._updated.notify_all()
 
     def maybe_throw_exception_for_topic(self, topic: str) -> None:
         err = self._topic_errors.get(topic)
@@ -244,6 +264,7 @@ class ProducerMetadata:
             self._last_successful_refresh_ms = now_ms
             self._failed_attempts = 0
             self._last_error = None
+            self._fatal_error = None
             self.version += 1
             self._updated.notify_all()
 

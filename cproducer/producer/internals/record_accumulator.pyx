@@ -772,6 +772,32 @@ cdef class RecordAccumulator:
         check_exception(exc, "exc")
         self._abort_batches(exc, True)
 
+    def abort_queued_batches(self, exc):
+        """Take every batch out of the partition queues: those never sent are failed with
+        ``exc`` here; those back in a queue for a retry are returned (they carry sequence
+        numbers: the Sender fails them through the transaction manager). For an authentication
+        failure, after which nothing queued can go out."""
+        check_exception(exc, "exc")
+        cdef TopicInfo ti
+        cdef PartitionDeque dq
+        cdef ProducerBatch batch
+        retried = []
+        fresh = []
+        for ti in list(self.topic_infos.values()):
+            for dq in list(ti.deques.values()):
+                dq.lock.acquire_c()
+                try:
+                    for batch in dq.batches:
+                        close_for_record_appends(batch.builder)
+                        (retried if batch.attempts > 0 else fresh).append(batch)
+                    dq.batches.clear()
+                finally:
+                    dq.lock.release_c()
+        for batch in fresh:
+            if batch.abort(exc):
+                self.deallocate(batch)
+        return retried
+
     cdef void _abort_batches(self, exc, bint undrained_only) except *:
         cdef ProducerBatch batch
         cdef PartitionDeque dq

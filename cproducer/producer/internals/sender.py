@@ -177,6 +177,18 @@ class Sender:
             elif txn.pending_partitions and not self._txn_request_in_flight:
                 poll_timeout = 0  # an AddPartitionsToTxn to send
         self.client.poll(poll_timeout, self._now())
+        for _node, exc in self.client.take_authentication_failures():
+            self._authentication_failed(exc)
+
+    def _authentication_failed(self, exc: BaseException) -> None:
+        """A refused login is not retried into the delivery timeout: every record waiting in
+        a queue fails with it now, also batches back for a retry (send() raises it while it
+        waits for metadata). Batches in flight on other connections complete as they will."""
+        retried = self.accumulator.abort_queued_batches(exc)
+        for batch in retried:
+            self._fail_batch(batch, exc, False)
+        if self.transaction_manager is not None:
+            self.transaction_manager.authentication_failed(exc, bool(retried))
 
     # ------------------------------------------------------------------ transactions
     def _maybe_init_producer_id(self, tm: Transactions, now: int) -> None:

@@ -263,6 +263,18 @@ class TransactionManager:
                 log.info("resetting the idempotent producer id: %s", reason)
             self._reset_requested = True
 
+    def authentication_failed(self, exc: BaseException, sequences_lost: bool) -> None:
+        """Java's authenticationFailed: a transactional operation waiting (init, commit, abort,
+        offsets) fails with ``exc`` and the producer cannot go on. ``sequences_lost``: batches
+        with sequence numbers failed unsent, so an idempotent producer starts a new producer
+        id."""
+        if self.transactional_id is None:
+            if sequences_lost:
+                self.request_producer_id_reset("batches failed with an authentication error")
+            return
+        if self.pending_result is not None or self.pending_offsets is not None:
+            self.transition_to_fatal_error(exc)
+
     def transition_to_fatal_error(self, exc: BaseException) -> None:
         with self._lock:
             self._fatal = exc
