@@ -15,12 +15,16 @@ from functools import partial
 cimport cython
 
 from cpython.object cimport PyObject, PyTypeObject
-from cpython.ref cimport Py_INCREF
-from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
+from cpython.ref cimport Py_DECREF, Py_INCREF
 
 
 cdef extern from "Python.h":
     void Py_SET_TYPE(PyObject* ob, PyTypeObject* tp)
+    # the raw forms: PyObject* in and out, references as the C API counts them
+    PyObject* _PyTuple_New "PyTuple_New"(Py_ssize_t size)
+    void _PyTuple_SET_ITEM "PyTuple_SET_ITEM"(PyObject* tup, Py_ssize_t i, PyObject* value)
+    PyObject* PyLong_FromLong(long value)
+    PyObject* PyLong_FromLongLong(long long value)
 
 from cproducer.errors import IllegalStateError, KafkaTimeoutError
 
@@ -65,29 +69,35 @@ if RecordMetadata.__basicsize__ != tuple.__basicsize__ or RecordMetadata.__items
 cdef PyTypeObject* _RECORD_METADATA_TYPE = <PyTypeObject*>RecordMetadata
 
 
-cdef inline void _set_item(object tup, Py_ssize_t i, object value):
-    Py_INCREF(value)  # PyTuple_SET_ITEM steals a reference
-    PyTuple_SET_ITEM(tup, i, value)
+cdef inline void _own(PyObject* tup, Py_ssize_t i, PyObject* value) noexcept:
+    Py_INCREF(<object>value)  # the tuple's reference
+    _PyTuple_SET_ITEM(tup, i, value)
 
 
 cdef object new_record_metadata(str topic, int partition, object topic_partition,
                                 long long base_offset, long long log_append_time, int rel,
                                 long long create_ts, int key_size, int value_size,
                                 int header_size):
-    cdef object md = PyTuple_New(9)
-    _set_item(md, 0, topic)
-    _set_item(md, 1, partition)
-    _set_item(md, 2, topic_partition)
-    _set_item(md, 3, -1 if base_offset < 0 else base_offset + rel)
-    _set_item(md, 4, log_append_time if log_append_time != -1 else create_ts)
-    _set_item(md, 5, None)
-    _set_item(md, 6, key_size)
-    _set_item(md, 7, value_size)
-    _set_item(md, 8, header_size)
+    # raw C API: new references go straight into the tuple (no temporaries to count)
+    cdef PyObject* md = _PyTuple_New(9)
+    if md == NULL:
+        raise MemoryError()
+    _own(md, 0, <PyObject*>topic)
+    _own(md, 2, <PyObject*>topic_partition)
+    _own(md, 5, <PyObject*>None)
+    _PyTuple_SET_ITEM(md, 1, PyLong_FromLong(partition))
+    _PyTuple_SET_ITEM(md, 3, PyLong_FromLongLong(-1 if base_offset < 0 else base_offset + rel))
+    _PyTuple_SET_ITEM(md, 4, PyLong_FromLongLong(
+        log_append_time if log_append_time != -1 else create_ts))
+    _PyTuple_SET_ITEM(md, 6, PyLong_FromLong(key_size))
+    _PyTuple_SET_ITEM(md, 7, PyLong_FromLong(value_size))
+    _PyTuple_SET_ITEM(md, 8, PyLong_FromLong(header_size))
     # a heap type is owned by its instances: the reference subtype_dealloc gives back
-    Py_INCREF(RecordMetadata)
-    Py_SET_TYPE(<PyObject*>md, _RECORD_METADATA_TYPE)
-    return md
+    Py_INCREF(<object>_RECORD_METADATA_TYPE)
+    Py_SET_TYPE(md, _RECORD_METADATA_TYPE)
+    cdef object result = <object>md  # a second reference: give back the creation one
+    Py_DECREF(result)
+    return result
 
 
 _event_lock = threading.Lock()
