@@ -54,7 +54,7 @@ def _hosts_file_names(address: str) -> List[str]:
 
 def test_default_resolver_gives_every_address_of_the_system_resolver_once() -> None:
     assert default_host_resolver("localhost") == _system_addresses("localhost")
-    assert default_host_resolver("::1") == ["::1"]
+    assert default_host_resolver("::1") == default_host_resolver("[::1]") == ["::1"]
     assert default_host_resolver("127.0.0.1") == ["127.0.0.1"]
     with pytest.raises(OSError):
         default_host_resolver("no-such-host.invalid")  # RFC 6761: never resolves

@@ -38,7 +38,11 @@ RESOLVE_CANONICAL_BOOTSTRAP_SERVERS_ONLY = "resolve_canonical_bootstrap_servers_
 
 def default_host_resolver(host: str) -> List[str]:
     """Every address ``host`` resolves to (IPv4 and IPv6), in the system resolver's order,
-    without repeats. Raises ``socket.gaierror`` (an ``OSError``) when it resolves to nothing."""
+    without repeats. Raises ``socket.gaierror`` (an ``OSError``) when it resolves to nothing.
+    An IPv6 address in brackets (``[::1]``, as some brokers advertise themselves) is taken as
+    the address, as Java's InetAddress does."""
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
     out: List[str] = []
     for _family, _type, _proto, _name, sockaddr in socket.getaddrinfo(
         host, None, socket.AF_UNSPEC, socket.SOCK_STREAM
