@@ -21,7 +21,9 @@ Knobs, per node, changeable while clients run:
 - ``move_leader(partition, node)``: partition ``partition`` (of every topic) gets a new leader and
   a higher leader epoch, at once, as after a reassignment;
 - ``freeze_metadata()``: Metadata answers keep showing the leaders (and epochs) of this moment,
-  as a broker whose metadata cache lags does (the case KIP-951 is about); ``thaw_metadata()``.
+  as a broker whose metadata cache lags does (the case KIP-951 is about); ``thaw_metadata()``;
+- ``stop_answering_metadata()``: Metadata requests are taken but never answered (nor anything
+  after them on the same connection), as by a broker that hangs (KIP-1102's case).
 
 Leadership is enforced once a leader has moved (a move or a failure): a Produce request reaching a
 node for a partition it does not lead is answered NOT_LEADER_OR_FOLLOWER for that partition (the
@@ -58,6 +60,7 @@ _SIZE = struct.Struct(">i")
 _HEADER = struct.Struct(">hhi")  # api_key, api_version, correlation_id
 METADATA, FIND_COORDINATOR, PRODUCE, END_TXN, ADD_PARTITIONS_TO_TXN = 3, 10, 0, 26, 24
 API_VERSIONS = 18
+_NEVER: Any = object()  # the answer slot of a request that is never answered
 NOT_LEADER_OR_FOLLOWER = 6
 FIRST_LEADER_HINT_VERSION = 10  # KIP-951: CurrentLeader and NodeEndpoints in Produce answers
 # the first version whose answers carry header v1 (tagged fields), per API the proxy rewrites
@@ -96,6 +99,7 @@ class VirtualCluster:
         self.produce_requests: Dict[int, int] = {i: 0 for i in range(nodes)}
         self.metadata_requests: Dict[int, int] = {i: 0 for i in range(nodes)}
         self.not_leader_answers = 0
+        self.metadata_unanswered = False
         # per moved partition, time.monotonic() of: the move, the first NOT_LEADER_OR_FOLLOWER
         # answered for it, the first Produce for it that its new leader took
         self.moved_at: Dict[int, float] = {}
@@ -142,6 +146,9 @@ class VirtualCluster:
 
     def thaw_metadata(self) -> None:
         self._frozen = None
+
+    def stop_answering_metadata(self) -> None:
+        self.metadata_unanswered = True
 
     def move_leader(self, partition: int, node: int) -> None:
         """Partition ``partition`` of every topic is led by ``node`` from now on."""
@@ -199,10 +206,15 @@ class VirtualCluster:
             self.ports.append(server.sockets[0].getsockname()[1])
 
     async def _cancel_connections(self) -> None:
+        for writers in self._writers.values():
+            for w in list(writers):
+                w.close()  # each connection's tasks end on their own
         tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        if tasks:
+            _done, pending = await asyncio.wait(tasks, timeout=2)
+            for t in pending:
+                t.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
 
     async def _fail(self, node: int) -> None:
         if node not in self.failed and node in self._servers:
@@ -233,6 +245,9 @@ class VirtualCluster:
                 api_key, version, cid = _HEADER.unpack_from(frame)
                 if api_key == METADATA:
                     self.metadata_requests[node] += 1
+                    if self.metadata_unanswered:
+                        await slots.put((cid, api_key, version, _NEVER, None))
+                        continue
                 injected = self.injected.get((node, api_key))
                 if injected and injected[1] > 0:
                     injected[1] -= 1
@@ -265,6 +280,8 @@ class VirtualCluster:
         async def responses() -> None:
             while True:
                 cid, api_key, version, answer, moved = await slots.get()
+                if answer is _NEVER:
+                    await asyncio.Event().wait()  # until the connection is closed
                 if answer is None:
                     size = _SIZE.unpack(await up_reader.readexactly(4))[0]
                     frame = await up_reader.readexactly(size)
