@@ -169,8 +169,15 @@ def tls_socket_factory(
 ) -> Callable[..., TlsSocket]:
     """A NetworkClient socket factory: ``tcp_factory``'s connecting socket, with TLS over it."""
 
-    def make(host: str, port: int, send_buffer: int, recv_buffer: int) -> TlsSocket:
-        return TlsSocket(tcp_factory(host, port, send_buffer, recv_buffer), context, host)
+    def make(
+        host: str, port: int, send_buffer: int, recv_buffer: int, address: Optional[str] = None
+    ) -> TlsSocket:
+        # TCP to the resolved ``address``; the certificate is checked against the ``host`` name
+        if address is None:
+            sock = tcp_factory(host, port, send_buffer, recv_buffer)
+        else:
+            sock = tcp_factory(host, port, send_buffer, recv_buffer, address=address)
+        return TlsSocket(sock, context, host)
 
     return make
 
