@@ -15,6 +15,7 @@ from cproducer.network.host_resolver import (
     canonical_host_name,
     check_host_resolver,
     default_host_resolver,
+    takes_address,
 )
 
 
@@ -132,3 +133,14 @@ def test_canonical_bootstrap_one_entry_per_address_unresolvable_hosts_left_out()
 def test_the_resolver_hook_must_be_callable() -> None:
     with pytest.raises(ConfigError, match="host_resolver: expected a callable"):
         check_host_resolver({"a": ["1.2.3.4"]})
+
+
+def test_which_socket_factories_take_the_address() -> None:
+    def old(host: str, port: int, send: int, recv: int) -> None: ...
+
+    def new(host: str, port: int, send: int, recv: int, address: str) -> None: ...
+
+    def anything(*args: object, **kwargs: object) -> None: ...
+
+    assert not takes_address(old) and takes_address(new) and takes_address(anything)
+    assert not takes_address(print)  # no signature to read: the four arguments

@@ -22,6 +22,7 @@ the numeric addresses to try, in order.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import socket
 from typing import Callable, List, Optional, Sequence, Tuple
@@ -51,6 +52,18 @@ def default_host_resolver(host: str) -> List[str]:
         if address not in out:
             out.append(address)
     return out
+
+
+def takes_address(socket_factory: Callable[..., object]) -> bool:
+    """Whether a socket factory takes the ``address`` to connect to (``(host, port,
+    send_buffer, recv_buffer, address)``). One made for the older ``(host, port, send_buffer,
+    recv_buffer)`` resolves the host itself: it gets the four arguments, and the addresses of a
+    name are not tried in turn for it."""
+    try:
+        params = inspect.signature(socket_factory).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == "address" or p.kind is p.VAR_KEYWORD for p in params)
 
 
 def check_host_resolver(resolver: object) -> HostResolver:

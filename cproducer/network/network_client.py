@@ -46,7 +46,12 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
 
 from cproducer import errors
-from cproducer.network.host_resolver import HostResolver, NodeAddresses, default_host_resolver
+from cproducer.network.host_resolver import (
+    HostResolver,
+    NodeAddresses,
+    default_host_resolver,
+    takes_address,
+)
 from cproducer.protocol import (
     ApiVersionsRequest,
     MetadataRequest,
@@ -232,6 +237,7 @@ class NetworkClient:
             self._random,
         )
         self.socket_factory = socket_factory
+        self._factory_takes_address = takes_address(socket_factory)
         self.max_response_size = max_response_size
         self.sasl_authenticator_factory = sasl_authenticator_factory
         # authentication failures not yet taken by the Sender (it fails the waiting batches)
@@ -320,15 +326,21 @@ class NetworkClient:
             self._addresses[node.id] = addresses
         else:
             addresses.move_to_next()  # Java's ClusterConnectionStates.connecting
+        address: Optional[str] = None
         try:
-            address = addresses.current()
-            sock = self.socket_factory(
-                node.host,
-                node.port,
-                self.send_buffer_bytes,
-                self.receive_buffer_bytes,
-                address=address,
-            )
+            if self._factory_takes_address:
+                address = addresses.current()
+                sock = self.socket_factory(
+                    node.host,
+                    node.port,
+                    self.send_buffer_bytes,
+                    self.receive_buffer_bytes,
+                    address=address,
+                )
+            else:  # a factory that resolves the host itself
+                sock = self.socket_factory(
+                    node.host, node.port, self.send_buffer_bytes, self.receive_buffer_bytes
+                )
         except OSError as exc:
             log.info("cannot connect to node %s (%s:%s): %s", node.id, node.host, node.port, exc)
             self._record_failure(node.id)
