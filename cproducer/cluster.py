@@ -104,6 +104,7 @@ class Cluster:
         "_controller",
         "_cluster_id",
         "_is_bootstrap_configured",
+        "_leader_epochs",
     )
 
     def __init__(
@@ -116,6 +117,7 @@ class Cluster:
         controller: Optional[Node] = None,
         cluster_id: Optional[str] = None,
         is_bootstrap_configured: bool = False,
+        leader_epochs: Optional[Mapping[Tuple[str, int], int]] = None,
     ) -> None:
         self._nodes: Tuple[Node, ...] = tuple(nodes)
         for n in self._nodes:
@@ -160,6 +162,11 @@ class Cluster:
         self._controller = controller
         self._cluster_id = cluster_id
         self._is_bootstrap_configured = bool(is_bootstrap_configured)
+        # the partitions' leader epochs (Java keeps them in MetadataSnapshot): a batch waiting to
+        # be retried goes at once when its partition's epoch rose since it was sent (KIP-951)
+        self._leader_epochs: Dict[Tuple[str, int], int] = {
+            TopicPartition(*tp): int(e) for tp, e in (leader_epochs or {}).items() if e >= 0
+        }
 
     # -- constructors ---------------------------------------------------------------------------
 
@@ -206,6 +213,7 @@ class Cluster:
             self._internal_topics,
             self._controller,
             self._cluster_id,
+            leader_epochs=self._leader_epochs,
         )
 
     # -- read-only attributes ---------------------------------------------------------------------
@@ -257,6 +265,10 @@ class Cluster:
 
     def partition(self, tp: Tuple[str, int]) -> Optional[PartitionInfo]:
         return self._by_tp.get(tp)
+
+    def leader_epoch_for(self, tp: Tuple[str, int]) -> int:
+        """The epoch of the partition's leader, or -1 when unknown (Java's leaderEpochFor)."""
+        return self._leader_epochs.get(tp, -1)
 
     def partitions_for_topic(self, topic: str) -> Tuple[PartitionInfo, ...]:
         """The topic's partitions sorted by partition id (empty when the topic is unknown)."""

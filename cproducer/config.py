@@ -166,6 +166,16 @@ def _servers(name: str, value: Any) -> List[Tuple[str, int]]:
     return out
 
 
+def _client_dns_lookup(name: str, value: Any) -> str:
+    if isinstance(value, str) and value.strip().lower() == "default":
+        # Java removed it in 3.0 (KIP-602): it tried only the first address of a name
+        raise ConfigError(
+            f"{name}: 'default' was removed in Kafka 3.0 (KIP-602); use use_all_dns_ips (try "
+            "every address a name resolves to) or resolve_canonical_bootstrap_servers_only"
+        )
+    return _choice("use_all_dns_ips", "resolve_canonical_bootstrap_servers_only")(name, value)
+
+
 def _any(name: str, value: Any) -> Any:
     return value
 
@@ -235,6 +245,24 @@ _DEFS: Tuple[ConfigDef, ...] = (
     ConfigDef("interceptor.classes", [], _list, "ProducerInterceptor objects"),
     ConfigDef("metadata.max.age.ms", 300000, _int(0, _INT64_MAX), "forced refresh period"),
     ConfigDef("metadata.max.idle.ms", 300000, _int(5000, _INT64_MAX), "topic idle expiry"),
+    ConfigDef(
+        "metadata.recovery.strategy",
+        "rebootstrap",
+        _choice("none", "rebootstrap"),
+        "KIP-899: when no known broker can be reached, go back to bootstrap.servers",
+    ),
+    ConfigDef(
+        "metadata.recovery.rebootstrap.trigger.ms",
+        300000,
+        _int(0, _INT64_MAX),
+        "KIP-1102: rebootstrap when no metadata could be had for this long",
+    ),
+    ConfigDef(
+        "client.dns.lookup",
+        "use_all_dns_ips",
+        _client_dns_lookup,
+        "KIP-602: try every address of a name; or resolve_canonical_bootstrap_servers_only",
+    ),
     ConfigDef("reconnect.backoff.ms", 50, _int(0, _INT64_MAX), "first reconnect backoff"),
     ConfigDef("reconnect.backoff.max.ms", 1000, _int(0, _INT64_MAX), "max reconnect backoff"),
     ConfigDef("socket.connection.setup.timeout.ms", 10000, _int(0, _INT64_MAX), "connect bound"),
@@ -302,7 +330,8 @@ _ALIASES.update({d.java_name: d.java_name for d in _DEFS})
 #: Settings that are not Kafka configs but objects: hooks (tests, the test proxy), an ssl_context,
 #: kafka-python's sasl_oauth_token_provider. ``clock``: a cproducer.utils.time.Clock; ``time_ms``:
 #: a function of ms for both of its clocks; ``random``: the built-in partitioner's zero-argument
-#: int source
+#: int source; ``host_resolver(host) -> [IP address, ...]``: the addresses to try, in order
+#: (Java's HostResolver)
 _HOOKS = (
     "clock",
     "time_ms",
@@ -310,6 +339,7 @@ _HOOKS = (
     "random",
     "ssl_context",
     "sasl_oauth_token_provider",
+    "host_resolver",
 )
 
 _client_ids = itertools.count(1)

@@ -76,11 +76,16 @@ def find_broker_binary(binary: Optional[str] = None) -> str:
     )
 
 
-def free_port() -> int:
-    """A loopback TCP port nobody listens on now (for the broker, a proxy, a test server)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port nobody listens on now at ``host`` (for the broker, a proxy, a test server)."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+        s.bind((host, 0))
         return int(s.getsockname()[1])
+
+
+def host_port(host: str, port: int) -> str:
+    """``host:port``, with an IPv6 address in brackets (``[::1]:9092``)."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def request(host: str, port: int, req: Any, version: int, timeout: float = 5.0) -> Any:
@@ -105,7 +110,7 @@ def _recv_exact(sock: socket.socket, n: int) -> bytes:
 
 def _parse(bootstrap: str) -> Tuple[str, int]:
     host, _, port = bootstrap.split(",")[0].strip().rpartition(":")
-    return host, int(port)
+    return host.strip("[]"), int(port)
 
 
 def create_topic(
@@ -156,8 +161,8 @@ class LocalBroker:
         advertised_port: Optional[int] = None,
     ) -> None:
         self.binary = find_broker_binary(binary)
-        self.host = host
-        self.port = port or free_port()
+        self.host = host  # an IPv6 address (``::1``) listens on IPv6
+        self.port = port or free_port(host)
         # what Metadata tells clients to connect to: another port when something sits in front
         # of the broker (a TLS terminator, a test proxy)
         self.advertised_port = advertised_port or self.port
@@ -171,17 +176,17 @@ class LocalBroker:
 
     @property
     def bootstrap_servers(self) -> str:
-        return f"{self.host}:{self.port}"
+        return host_port(self.host, self.port)
 
     def command(self) -> List[str]:
-        url = f"tcp://{self.host}:{self.port}"
+        url = f"tcp://{host_port(self.host, self.port)}"
         return [
             self.binary,
             "broker",
             "--listener-url",
             url,
             "--advertised-listener-url",
-            f"tcp://{self.host}:{self.advertised_port}",
+            f"tcp://{host_port(self.host, self.advertised_port)}",
             "--storage-engine",
             self.storage,
         ]

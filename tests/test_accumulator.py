@@ -71,6 +71,32 @@ def test_retry_backoff_delays_readiness() -> None:
     assert a.ready(c, 100 + batch.backoff_ms).ready_nodes == {1}
 
 
+def test_a_retry_skips_its_backoff_once_its_partition_has_a_newer_leader() -> None:
+    """KIP-951: the answer named partition 0's new leader (node 2, epoch 6): the batch goes
+    there at once. The same leader epoch as when it was sent keeps the backoff."""
+    a = acc(linger=0)
+    base = cluster()  # partition 0 led by node 1
+    sent_to = Cluster(base.nodes, base.partitions_for_topic("t"), leader_epochs={TP0: 5})
+    append(a, sent_to, 0)
+    [batch] = a.drain(sent_to, {1}, 1 << 20, 0)[1]
+    assert batch.leader_epoch == 5
+    a.reenqueue(batch, 100)
+    assert batch.backoff_ms >= 80
+    same = Cluster(sent_to.nodes, sent_to.partitions_for_topic("t"), leader_epochs={TP0: 5})
+    assert a.ready(same, 101).ready_nodes == set()
+    assert a.drain(same, {1}, 1 << 20, 101)[1] == []
+    moved_parts = [p for p in sent_to.partitions_for_topic("t") if p.partition != 0]
+    moved = Cluster(
+        sent_to.nodes,
+        moved_parts + [PartitionInfo("t", 0, N2)],
+        leader_epochs={TP0: 6},
+    )
+    assert moved.leader_epoch_for(TP0) == 6 and moved.leader_epoch_for(("t", 1)) == -1
+    assert a.ready(moved, 101).ready_nodes == {2}
+    assert a.drain(moved, {2}, 1 << 20, 101)[2] == [batch]
+    assert batch.leader_epoch == 6
+
+
 def test_memory_exhaustion_blocks_appender_and_makes_partition_ready() -> None:
     a, c = acc(batch_size=1024, linger=10_000, memory=2048), cluster()
     append(a, c, 0)

@@ -29,6 +29,9 @@ def test_java_defaults() -> None:
     assert c["partitioner.ignore.keys"] is False
     assert c["compression.type"] == "none"
     assert c["retries"] == 2**31 - 1
+    assert c["client.dns.lookup"] == "use_all_dns_ips"
+    assert c["metadata.recovery.strategy"] == "rebootstrap"
+    assert c["metadata.recovery.rebootstrap.trigger.ms"] == 300000
     assert c.client_id.startswith("producer-")
 
 
@@ -52,6 +55,13 @@ def test_java_names_dict_and_python_keywords_agree() -> None:
         ({"bootstrap_servers": "host:notaport"}, "bootstrap.servers"),
         ({"key_serializer": 5}, "key.serializer"),
         ({"security_protocol": "SASL_GSSAPI"}, "security.protocol: expected one of plaintext"),
+        ({"client_dns_lookup": "default"}, "client.dns.lookup: 'default' was removed in Kafka "),
+        ({"client_dns_lookup": "all"}, "client.dns.lookup: expected one of use_all_dns_ips, "),
+        ({"metadata_recovery_strategy": "retry"}, "metadata.recovery.strategy: expected one of"),
+        (
+            {"metadata_recovery_rebootstrap_trigger_ms": -1},
+            r"metadata.recovery.rebootstrap.trigger.ms: expected an integer in \[0",
+        ),
     ],
 )
 def test_bad_values_name_the_key(kwargs: dict, match: str) -> None:
@@ -85,3 +95,15 @@ def test_delivery_timeout_floor() -> None:
 def test_same_key_twice_with_different_values() -> None:
     with pytest.raises(ConfigError, match="given twice"):
         ProducerConfig({"linger.ms": 1}, linger_ms=2, **BOOT)
+
+
+def test_recovery_and_dns_settings_by_java_name_and_alias() -> None:
+    c = ProducerConfig(
+        {"client.dns.lookup": "RESOLVE_CANONICAL_BOOTSTRAP_SERVERS_ONLY"},
+        metadata_recovery_strategy="NONE",
+        metadata_recovery_rebootstrap_trigger_ms="1500",
+        **BOOT,
+    )
+    assert c.client_dns_lookup == "resolve_canonical_bootstrap_servers_only"
+    assert c["metadata.recovery.strategy"] == "none"
+    assert c.metadata_recovery_rebootstrap_trigger_ms == 1500

@@ -37,6 +37,17 @@ def test_start_create_topic_kill_restart() -> None:
     assert broker.process is None
 
 
+def test_an_ipv6_broker_listens_on_ipv6_only() -> None:
+    with LocalBroker(host="::1") as broker:
+        assert broker.bootstrap_servers == f"[::1]:{broker.port}"
+        broker.create_topic("lb-v6", 2)
+        md = request("::1", broker.port, MetadataRequest(["lb-v6"], False), 7)
+        # Tansu advertises the address in brackets ("[::1]"), as its listener URL has it
+        assert [(b.host.strip("[]"), b.port) for b in md.brokers] == [("::1", broker.port)]
+        with pytest.raises(OSError):
+            socket.create_connection(("127.0.0.1", broker.port), timeout=1).close()
+
+
 def test_missing_binary_says_how_to_get_one(monkeypatch, tmp_path) -> None:
     monkeypatch.delenv("CPRODUCER_TANSU_BIN", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path))

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from cproducer import errors
-from cproducer.cluster import Node
+from cproducer.cluster import Node, TopicPartition
 from cproducer.producer.internals.producer_metadata import ProducerMetadata
 from cproducer.protocol import MetadataResponse, PartitionMetadata, TopicMetadata
 
@@ -120,3 +120,55 @@ def test_close_wakes_waiters() -> None:
     with pytest.raises(errors.ProducerClosedError):
         md.await_update(md.version, 5000)
     assert time.monotonic() - t0 < 2
+
+
+def test_leaders_from_a_produce_answer_kip_951() -> None:
+    """update_partition_leadership takes a newer leader (and its endpoint) for a known
+    partition; an epoch that is not newer, an unknown node or partition change nothing."""
+    md = ProducerMetadata(topic_time_ms=lambda: 0)
+    md.bootstrap([("h", 9092)])
+    n2 = Node(2, "h2", 9093)
+    md.update(response(topic("t", 2, epoch=5), brokers=(N, n2)), False, 1)
+    v = md.version
+    n7 = Node(7, "new-broker", 9097, "rack-7")
+    tp0, tp1 = TopicPartition("t", 0), TopicPartition("t", 1)
+    moved = md.update_partition_leadership({tp0: (7, 6), tp1: (2, 5)}, [n7])
+    assert moved == {tp0}  # partition 1: epoch 5 is not newer
+    c = md.fetch()
+    assert c.leader_for(tp0) == n7 and c.leader_epoch_for(tp0) == 6
+    assert c.leader_for(tp1) == N and c.leader_epoch_for(tp1) == 5
+    assert c.node_by_id(7) == n7 and c.node_by_id(2) == n2
+    assert md.version == v + 1
+    assert md.update_partition_leadership({tp1: (9, 8)}, []) == set()  # node 9 unknown
+    assert md.update_partition_leadership({TopicPartition("u", 0): (2, 8)}, []) == set()
+    assert md.update_partition_leadership({tp1: (2, 6)}, []) == {tp1}  # a known node
+    assert md.fetch().leader_for(tp1) == n2
+    # a Metadata answer that lags (epoch 5 < 6) does not take the new leader back
+    md.update(response(topic("t", 2, epoch=5), brokers=(N, n2)), False, 2)
+    assert md.fetch().leader_for(tp0) == n7 and md.fetch().leader_epoch_for(tp0) == 6
+
+
+def test_rebootstrap_goes_back_to_the_bootstrap_servers() -> None:
+    md = ProducerMetadata(topic_time_ms=lambda: 0)
+    answers = [[("b1", 9092)], [("b2", 9092), ("b3", 9092)]]
+
+    def resolve() -> list:
+        if not answers:
+            raise OSError("the names resolve to nothing now")
+        return answers.pop(0)
+
+    md.bootstrap(resolve(), resolve)
+    md.add("t", 0)
+    md.update(response(topic("t", 2)), False, 1)
+    assert not md.update_requested() and md.fetch().partition_count_for_topic("t") == 2
+    v = md.version
+    md.rebootstrap()  # resolved again: other addresses now
+    c = md.fetch()
+    assert c.is_bootstrap_configured and [(n.id, n.host) for n in c.nodes] == [
+        (-1, "b2"),
+        (-2, "b3"),
+    ]
+    assert c.partition_count_for_topic("t") is None and md.update_requested()
+    assert md.version == v + 1 and md.topics == ["t"]  # the topics in use are kept
+    md.rebootstrap()  # resolving fails now (no answer left): the last addresses stay
+    assert [n.host for n in md.fetch().nodes] == ["b2", "b3"]

@@ -150,11 +150,12 @@ def test_non_nullable_string_refuses_none_and_bad_utf8_is_corrupt() -> None:
 
 
 def test_choose_version() -> None:
-    assert choose_version(ProduceRequest, (0, 11)) == 9
+    assert choose_version(ProduceRequest, (0, 13)) == 11
+    assert choose_version(ProduceRequest, (0, 9)) == 9
     assert choose_version(ProduceRequest, (0, 5)) == 5
     assert choose_version(MetadataRequest, (0, 0)) == 0
     with pytest.raises(
-        UnsupportedVersionError, match=r"ProduceRequest: we speak v3-9, the broker v0-2"
+        UnsupportedVersionError, match=r"ProduceRequest: we speak v3-11, the broker v0-2"
     ):
         choose_version(ProduceRequest, (0, 2))
     with pytest.raises(UnsupportedVersionError, match="does not support InitProducerIdRequest"):
@@ -228,7 +229,7 @@ def test_api_versions_request_bytes_match_peer(version: int) -> None:
     assert _ours(ApiVersionsRequest(), version) == _theirs(peer, version)
 
 
-@pytest.mark.parametrize("version", range(3, 10))
+@pytest.mark.parametrize("version", range(3, 12))
 @pytest.mark.parametrize("transactional_id", [None, "tx-1"])
 def test_produce_request_bytes_match_peer(version: int, transactional_id: Optional[str]) -> None:
     b1, b2, b3 = b"\x01" * 70, memoryview(bytearray(b"\x02" * 5)), b"\x03" * 300
@@ -250,7 +251,7 @@ def test_produce_request_bytes_match_peer(version: int, transactional_id: Option
     assert _ours(ours, version) == _theirs(peer, version)
 
 
-@pytest.mark.parametrize("version", range(0, 5))
+@pytest.mark.parametrize("version", range(0, 6))
 @pytest.mark.parametrize("transactional_id", [None, "tx-1"])
 def test_init_producer_id_request_bytes_match_peer(
     version: int, transactional_id: Optional[str]
@@ -454,7 +455,7 @@ def _peer_produce() -> Any:
     )
 
 
-@pytest.mark.parametrize("version", range(3, 10))
+@pytest.mark.parametrize("version", range(3, 12))
 def test_produce_response_from_peer(version: int) -> None:
     peer = _peer_produce()
     resp = _decode_ours(ProduceRequest(1, 1000, {}), version, _their_response(peer, version))
@@ -469,9 +470,89 @@ def test_produce_response_from_peer(version: int) -> None:
     else:
         assert (bad.record_errors, bad.error_message) == ([], None)
     assert resp.throttle_time_ms == 250
+    assert ok.current_leader is None and bad.current_leader is None and resp.node_endpoints == []
 
 
-@pytest.mark.parametrize("version", range(0, 5))
+def _peer_produce_with_leader_hints() -> Any:
+    """A v10+ answer as a broker gives it after a leader move (KIP-951): NOT_LEADER_OR_FOLLOWER
+    with the new leader in the partition's CurrentLeader, its endpoint in NodeEndpoints."""
+    r = K.ProduceResponse
+    ppr = r.TopicProduceResponse.PartitionProduceResponse
+    return r(
+        responses=[
+            r.TopicProduceResponse(
+                name="t1",
+                partition_responses=[
+                    ppr(
+                        index=2,
+                        error_code=6,
+                        base_offset=-1,
+                        error_message="not the leader",
+                        current_leader=ppr.LeaderIdAndEpoch(leader_id=7, leader_epoch=12),
+                    ),
+                    ppr(index=5, error_code=0, base_offset=99),
+                ],
+            )
+        ],
+        throttle_time_ms=0,
+        node_endpoints=[
+            r.NodeEndpoint(node_id=7, host="broker-7.example", port=9093, rack="rack-b"),
+            r.NodeEndpoint(node_id=8, host="::1", port=19092, rack=None),
+        ],
+    )
+
+
+@pytest.mark.parametrize("version", range(3, 12))
+def test_produce_response_leader_hints_from_peer(version: int) -> None:
+    peer = _peer_produce_with_leader_hints()
+    resp = _decode_ours(ProduceRequest(1, 1000, {}), version, _their_response(peer, version))
+    moved, ok = resp.responses[("t1", 2)], resp.responses[("t1", 5)]
+    assert (moved.error_code, ok.error_code, ok.base_offset) == (6, 0, 99)
+    if version >= 10:
+        assert moved.current_leader == (7, 12)
+        assert ok.current_leader in (None, (-1, -1))  # the peer may write the default
+        assert resp.node_endpoints == [
+            Node(7, "broker-7.example", 9093, "rack-b"),
+            Node(8, "::1", 19092, None),
+        ]
+    else:  # no such fields before v10: the peer leaves them out
+        assert moved.current_leader is None and resp.node_endpoints == []
+
+
+def test_produce_response_tagged_fields_are_checked() -> None:
+    """Unknown tags are skipped; a known tag whose declared size disagrees with its content is a
+    CorruptResponseError (too long, too short)."""
+
+    def answer(top_tags: bytes) -> memoryview:
+        w = Writer()
+        w.array_length(1, True).string("t", compact=True).array_length(1, True)
+        w.int32(0).int16(6).int64(-1).int64(-1).int64(-1)
+        w.array_length(0, True).string(None, compact=True, nullable=True)
+        w.uvarint(2)  # two tagged fields: an unknown one (tag 5), then CurrentLeader (tag 0)
+        w.uvarint(5).uvarint(3).raw(b"xyz")
+        w.uvarint(0).uvarint(9).int32(3).int32(4).tagged_fields()
+        w.tagged_fields()  # end of the topic
+        w.int32(0)
+        w.raw(top_tags)
+        return memoryview(bytes(w.buf))
+
+    endpoint = Writer().array_length(1, True).int32(3).string("h", compact=True).int32(1)
+    endpoint.string(None, compact=True, nullable=True).tagged_fields()
+    good = Writer().uvarint(1).uvarint(0).uvarint(len(endpoint.buf)).raw(endpoint.buf).buf
+    resp = ProduceRequest.decode_response(10, answer(bytes(good)))
+    assert resp.responses[("t", 0)].current_leader == (3, 4)
+    assert resp.node_endpoints == [Node(3, "h", 1, None)]
+    padded = Writer().uvarint(1).uvarint(0).uvarint(len(endpoint.buf) + 1)
+    padded.raw(endpoint.buf).raw(b"\x00")
+    with pytest.raises(CorruptResponseError, match="tagged field 0 is .* 1 unread"):
+        ProduceRequest.decode_response(10, answer(bytes(padded.buf)))
+    short = Writer().uvarint(1).uvarint(0).uvarint(len(endpoint.buf) - 1)
+    short.raw(endpoint.buf[:-1])
+    with pytest.raises(CorruptResponseError):
+        ProduceRequest.decode_response(10, answer(bytes(short.buf)))
+
+
+@pytest.mark.parametrize("version", range(0, 6))
 def test_init_producer_id_response_from_peer(version: int) -> None:
     peer = K.InitProducerIdResponse(
         throttle_time_ms=1, error_code=0, producer_id=2**40 + 3, producer_epoch=32000
@@ -531,9 +612,12 @@ def _peer_frames() -> Iterator[Tuple[Any, int, memoryview]]:
         yield ApiVersionsRequest(), v, _their_response(_peer_api_versions(), v)
     for v in range(0, 13):
         yield MetadataRequest(["t"]), v, _their_response(_peer_metadata(v), v)
-    for v in range(3, 10):
+    for v in range(3, 12):
         yield ProduceRequest(1, 1000, {}), v, _their_response(_peer_produce(), v)
-    for v in range(0, 5):
+    for v in range(10, 12):
+        peer = _peer_produce_with_leader_hints()
+        yield ProduceRequest(1, 1000, {}), v, _their_response(peer, v)
+    for v in range(0, 6):
         peer = K.InitProducerIdResponse(throttle_time_ms=1, producer_id=5, producer_epoch=1)
         yield InitProducerIdRequest(), v, _their_response(peer, v)
     for v in range(2, 8):
@@ -568,7 +652,7 @@ def test_corrupted_peer_responses_raise_only_corrupt_response() -> None:
 # --- the transactional APIs ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("version", range(0, 5))
+@pytest.mark.parametrize("version", range(0, 6))
 def test_find_coordinator_request_bytes_match_peer(version: int) -> None:
     ours = FindCoordinatorRequest("tx-é", KEY_TYPE_TRANSACTION)
     if version >= 4:
@@ -578,7 +662,7 @@ def test_find_coordinator_request_bytes_match_peer(version: int) -> None:
     assert _ours(ours, version) == _theirs(peer, version)
 
 
-@pytest.mark.parametrize("version", range(0, 5))
+@pytest.mark.parametrize("version", range(0, 6))
 def test_find_coordinator_response_from_peer(version: int) -> None:
     cls: Any = k_metadata.FindCoordinatorResponse
     if version >= 4:
@@ -764,7 +848,7 @@ def _peer_txn_frames() -> Iterator[Tuple[Any, int, memoryview]]:
     apt = ap.AddPartitionsToTxnTopicResult
     tc: Any = k_producer.TxnOffsetCommitResponse
     tct = tc.TxnOffsetCommitResponseTopic
-    for v in range(0, 5):
+    for v in range(0, 6):
         if v >= 4:
             coordinator = fc.Coordinator(
                 key="k", node_id=1, host="h", port=1, error_code=0, error_message=None
@@ -775,6 +859,7 @@ def _peer_txn_frames() -> Iterator[Tuple[Any, int, memoryview]]:
                 throttle_time_ms=1, error_code=0, error_message=None, node_id=1, host="h", port=1
             )
         yield FindCoordinatorRequest("k"), v, _their_response(peer, v)
+    for v in range(0, 5):
         peer = k_producer.EndTxnResponse(throttle_time_ms=1, error_code=0)
         yield EndTxnRequest(), v, _their_response(peer, v)
         peer = k_producer.AddOffsetsToTxnResponse(throttle_time_ms=1, error_code=0)

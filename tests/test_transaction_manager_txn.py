@@ -134,6 +134,9 @@ def test_an_empty_transaction_completes_without_end_txn() -> None:
 
 
 def test_a_failed_record_makes_the_transaction_abortable() -> None:
+    """A record failing in an open transaction (not while it commits or aborts): abortable, and
+    the abort bumps the epoch (Java 4.x's maybeTransitionToErrorState): the abort completes
+    after EndTxn and InitProducerId, and the partitions' sequences restart."""
     tm = in_transaction_with_tp0()
     batch = drain(tm, FakeBatch(TP0, 3))
     tm.handle_failed_batch(batch, errors.KafkaTimeoutError("expired"), adjust_sequences=False)
@@ -147,7 +150,30 @@ def test_a_failed_record_makes_the_transaction_abortable() -> None:
     req = tm.next_transactional_request(False)
     assert isinstance(req, EndTxnHandler) and not req.committed
     tm.end_txn_succeeded()
+    assert not result.is_completed
+    assert isinstance(tm.next_transactional_request(False), InitProducerIdHandler)
+    tm.producer_id_initialized(7, 1)
     assert result.is_completed and result.error is None and tm.state == READY
+    assert tm.producer_id_and_epoch == (7, 1) and tm.sequence_number(TP0) == 0
+
+
+def test_a_batch_the_broker_refused_during_commit_gives_its_sequences_back() -> None:
+    """TRANSACTION_ABORTABLE for a batch sent by the commit: no epoch bump (Java bumps only
+    outside commit and abort), the failed batch's sequence numbers are taken back, so the next
+    transaction's first batch follows the last one the broker has."""
+    tm = in_transaction_with_tp0()
+    written = drain(tm, FakeBatch(TP0, 5))
+    tm.handle_completed_batch(written, 0)
+    refused = drain(tm, FakeBatch(TP0, 4))
+    assert tm.sequence_number(TP0) == 9
+    result = tm.begin_commit()
+    err = errors.TransactionAbortableError("the broker will not commit it")
+    tm.handle_failed_batch(refused, err, adjust_sequences=True)
+    assert isinstance(result.error, errors.TransactionAbortableError)
+    abort = tm.begin_abort()
+    tm.end_txn_succeeded()
+    assert abort.is_completed and tm.state == READY  # no InitProducerId in between
+    assert tm.producer_id_and_epoch == (7, 0) and tm.sequence_number(TP0) == 5
 
 
 def test_a_record_failing_during_commit_fails_the_commit() -> None:

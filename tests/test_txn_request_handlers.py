@@ -148,3 +148,24 @@ def test_offsets_of_a_fenced_consumer_fail_and_make_the_transaction_abortable() 
     assert isinstance(result.error, errors.CommitFailedError)  # as Java's and kafka-python's
     assert isinstance(result.error.__cause__, errors.UnknownMemberIdError)
     assert tm.state is ABORTABLE_ERROR
+
+
+def test_end_txn_answered_transaction_abortable_makes_the_transaction_abortable() -> None:
+    """KIP-890: TRANSACTION_ABORTABLE is neither retried nor fatal (Java: abortableError); the
+    commit fails with it."""
+    tm = in_transaction()
+    commit = tm.begin_commit()
+    handler = EndTxnHandler(tm, committed=True)
+    handler.on_complete(answered(EndTxnResponse(0, ErrorCode.TRANSACTION_ABORTABLE)), NOW)
+    assert tm.state == ABORTABLE_ERROR and tm.fatal_error is None
+    assert isinstance(tm.last_error, errors.TransactionAbortableError)
+    assert isinstance(commit.error, errors.TransactionAbortableError)
+    assert tm.retry_after_ms < NOW  # nothing to retry
+
+
+def test_find_coordinator_answered_transaction_abortable_makes_the_transaction_abortable() -> None:
+    tm = in_transaction()
+    handler = FindCoordinatorHandler(tm, 1, "tx-1")
+    body = FindCoordinatorResponse(0, ErrorCode.TRANSACTION_ABORTABLE, None, -1, "", -1)
+    handler.on_complete(answered(body), NOW)
+    assert tm.state == ABORTABLE_ERROR and tm.fatal_error is None

@@ -19,6 +19,14 @@ Every time here is the clock's monotonic ms: a wall-clock step times nothing out
 garbage (bad length, wrong correlation id, undecodable frame) is disconnected with a logged reason.
 
 The socket factory is injectable: TLS, or a test proxy that presents virtual brokers, can slot in.
+It is called with the node's host name and the address to connect to: every address the name
+resolves to is tried in turn, one per connection attempt (KIP-602, ``network/host_resolver.py``;
+the resolver is injectable too).
+
+When no known broker can be reached, or no Metadata answer came for
+``metadata.recovery.rebootstrap.trigger.ms``, the client goes back to ``bootstrap.servers``
+(``metadata.recovery.strategy=rebootstrap``, KIP-899 and KIP-1102; ``none`` keeps trying the
+known brokers).
 ``DefaultMetadataUpdater`` (Java's) keeps ``ProducerMetadata`` fresh through the same client.
 """
 
@@ -38,6 +46,12 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
 
 from cproducer import errors
+from cproducer.network.host_resolver import (
+    HostResolver,
+    NodeAddresses,
+    default_host_resolver,
+    takes_address,
+)
 from cproducer.protocol import (
     ApiVersionsRequest,
     MetadataRequest,
@@ -85,10 +99,13 @@ READY = ConnectionState.READY
 
 
 def default_socket_factory(
-    host: str, port: int, send_buffer: int, recv_buffer: int
+    host: str, port: int, send_buffer: int, recv_buffer: int, address: Optional[str] = None
 ) -> socket.socket:
-    """A non-blocking TCP socket with connect() started."""
-    infos = socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM)
+    """A non-blocking TCP socket with connect() to ``address`` (an IPv4 or IPv6 address; the
+    first one ``host`` resolves to when None) started."""
+    if address is None:
+        address = default_host_resolver(host)[0]
+    infos = socket.getaddrinfo(address, port, 0, socket.SOCK_STREAM, 0, socket.AI_NUMERICHOST)
     family, stype, proto, _, addr = infos[0]
     sock = socket.socket(family, stype, proto)
     sock.setblocking(False)
@@ -100,7 +117,8 @@ def default_socket_factory(
     err = sock.connect_ex(addr)
     if err not in (0, errno.EINPROGRESS, errno.EWOULDBLOCK, errno.EAGAIN):
         sock.close()
-        raise OSError(err, f"connect to {host}:{port} failed: {errno.errorcode.get(err, err)}")
+        reason = errno.errorcode.get(err, err)
+        raise OSError(err, f"connect to {host}:{port} ({address}) failed: {reason}")
     return sock
 
 
@@ -185,9 +203,13 @@ class NetworkClient:
         max_response_size: int = 100 * 1024 * 1024,
         random: Optional[Callable[[], float]] = None,
         sasl_authenticator_factory: Optional[Callable[[int], Any]] = None,
+        host_resolver: HostResolver = default_host_resolver,
+        metadata_recovery_strategy: str = "rebootstrap",
+        metadata_recovery_rebootstrap_trigger_ms: int = 300000,
     ) -> None:
         """``random``: a zero-argument function returning a float in [0, 1) (the backoffs'
-        jitter, the least-loaded node's starting point); default: a generator of its own."""
+        jitter, the least-loaded node's starting point); default: a generator of its own.
+        ``host_resolver(host)``: the addresses to try for a host name, in order."""
         self.client_id = client_id
         self.reconnect_backoff_ms = reconnect_backoff_ms
         self.request_timeout_ms = request_timeout_ms
@@ -215,10 +237,15 @@ class NetworkClient:
             self._random,
         )
         self.socket_factory = socket_factory
+        self._factory_takes_address = takes_address(socket_factory)
         self.max_response_size = max_response_size
         self.sasl_authenticator_factory = sasl_authenticator_factory
         # authentication failures not yet taken by the Sender (it fails the waiting batches)
         self._authentication_failures: List[Tuple[int, BaseException]] = []
+        self.host_resolver = host_resolver
+        self.rebootstrap = metadata_recovery_strategy == "rebootstrap"
+        self.rebootstrap_trigger_ms = metadata_recovery_rebootstrap_trigger_ms
+        self._addresses: Dict[int, NodeAddresses] = {}  # per node: its addresses, the next one
         self._selector = selectors.DefaultSelector()
         self._conns: Dict[int, _Connection] = {}
         self._node_backoff: Dict[int, _NodeBackoff] = {}
@@ -293,13 +320,32 @@ class NetworkClient:
     def _initiate_connect(self, node: Any, now_ms: int) -> None:
         b = self._node_backoff.setdefault(node.id, _NodeBackoff())
         b.last_attempt_ms = now_ms
+        addresses = self._addresses.get(node.id)
+        if addresses is None or addresses.host != node.host:
+            addresses = NodeAddresses(node.host, self.host_resolver)
+            self._addresses[node.id] = addresses
+        else:
+            addresses.move_to_next()  # Java's ClusterConnectionStates.connecting
+        address: Optional[str] = None
         try:
-            sock = self.socket_factory(
-                node.host, node.port, self.send_buffer_bytes, self.receive_buffer_bytes
-            )
+            if self._factory_takes_address:
+                address = addresses.current()
+                sock = self.socket_factory(
+                    node.host,
+                    node.port,
+                    self.send_buffer_bytes,
+                    self.receive_buffer_bytes,
+                    address=address,
+                )
+            else:  # a factory that resolves the host itself
+                sock = self.socket_factory(
+                    node.host, node.port, self.send_buffer_bytes, self.receive_buffer_bytes
+                )
         except OSError as exc:
             log.info("cannot connect to node %s (%s:%s): %s", node.id, node.host, node.port, exc)
             self._record_failure(node.id)
+            if self.metadata_updater is not None:
+                self.metadata_updater.handle_disconnection(node.id)
             return
         conn = _Connection(node.id, node.host, node.port, sock, CONNECTING, now_ms)
         conn.tls = hasattr(sock, "wants_write")
@@ -307,7 +353,7 @@ class NetworkClient:
         b.setup_timeout_ms = self._setup_timeout.backoff(b.failures)
         self._conns[node.id] = conn
         self._selector.register(sock, selectors.EVENT_WRITE, conn)
-        log.debug("connecting to node %s at %s:%s", node.id, node.host, node.port)
+        log.debug("connecting to node %s at %s:%s (%s)", node.id, node.host, node.port, address)
 
     def _record_failure(self, node_id: int) -> None:
         b = self._node_backoff.setdefault(node_id, _NodeBackoff())
@@ -474,10 +520,29 @@ class NetworkClient:
             if mask & selectors.EVENT_WRITE and conn.node_id in self._conns:
                 self._flush(conn, now_ms)
         self._handle_timeouts(now_ms)
+        if self.metadata_updater is not None:
+            self.metadata_updater.maybe_rebootstrap_after_trigger(now_ms)
         completed, self._completed = self._completed, []
         for resp in completed:
             self._complete(resp)
         return completed
+
+    def has_ready_connection(self, nodes: List[Any]) -> bool:
+        """True when a connection to one of ``nodes`` is ready (Java's LeastLoadedNode's
+        atLeastOneConnectionReady)."""
+        for node in nodes:
+            conn = self._conns.get(node.id)
+            if conn is not None and conn.state == READY:
+                return True
+        return False
+
+    def disconnect_all(self, nodes: List[Any], reason: str) -> None:
+        """Close the connections to ``nodes`` (their requests in flight fail as disconnected)."""
+        now_ms = self.time_ms()
+        for node in nodes:
+            conn = self._conns.get(node.id)
+            if conn is not None:
+                self._disconnect(conn, now_ms, reason, errors.NetworkError(reason))
 
     def _drain_wakeup(self) -> None:
         # Drain first, then clear: a wakeup() between the two is not lost, because the caller
@@ -730,6 +795,11 @@ class NetworkClient:
             b = self._node_backoff.setdefault(conn.node_id, _NodeBackoff())
             b.last_attempt_ms = now_ms
             b.backoff_ms = self._reconnect_backoff.backoff(0)
+        if conn.state != CONNECTING:
+            # it had connected: the host's addresses may have changed since (Java re-resolves)
+            addresses = self._addresses.get(conn.node_id)
+            if addresses is not None:
+                addresses.clear()
         failed = list(conn.in_flight)
         pending_no_response = [r for _, r in conn.send_queue if not r.expect_response]
         conn.in_flight.clear()
@@ -845,12 +915,44 @@ class NetworkClient:
 
 
 class DefaultMetadataUpdater:
-    """Keeps ProducerMetadata fresh: a Metadata request to the least-loaded node when due."""
+    """Keeps ProducerMetadata fresh: a Metadata request to the least-loaded node when due.
+
+    Rebootstrap (Java's DefaultMetadataUpdater and NetworkClient.handleRebootstrap): from the
+    moment an update is due until one succeeds, ``attempt_start_ms`` is set. With
+    ``metadata.recovery.strategy=rebootstrap`` the known brokers are given up for the bootstrap
+    servers when none of them can be connected to (no ready connection, every one in its
+    reconnect backoff: KIP-899), or when no update succeeded for
+    ``metadata.recovery.rebootstrap.trigger.ms`` (then their connections are closed: KIP-1102).
+    """
 
     def __init__(self, client: NetworkClient, metadata: Any) -> None:
         self.client = client
         self.metadata = metadata
         self.in_progress = False
+        self.attempt_start_ms: Optional[int] = None
+        self.rebootstraps = 0
+
+    def rebootstrap(self, now_ms: int) -> None:
+        self.metadata.rebootstrap()
+        self.attempt_start_ms = now_ms
+        self.rebootstraps += 1
+
+    def maybe_rebootstrap_after_trigger(self, now_ms: int) -> None:
+        """KIP-1102: no metadata for the trigger time: drop the known brokers' connections and
+        bootstrap again."""
+        start = self.attempt_start_ms
+        if not self.client.rebootstrap or start is None:
+            return
+        if now_ms - start <= self.client.rebootstrap_trigger_ms:
+            return
+        log.info(
+            "no metadata for %d ms (metadata.recovery.rebootstrap.trigger.ms=%d): going back "
+            "to the bootstrap servers",
+            now_ms - start,
+            self.client.rebootstrap_trigger_ms,
+        )
+        self.client.disconnect_all(self.metadata.fetch().nodes, "the client rebootstraps")
+        self.rebootstrap(now_ms)
 
     def maybe_update(self, now_ms: int) -> int:
         """Send a metadata request if one is due; ms until the next check."""
@@ -859,8 +961,20 @@ class DefaultMetadataUpdater:
             return self.client.request_timeout_ms
         if due > 0:
             return due
-        cluster = self.metadata.fetch()
-        node = self.client.least_loaded_node(now_ms, cluster.nodes)
+        if self.attempt_start_ms is None:
+            self.attempt_start_ms = now_ms
+        nodes = self.metadata.fetch().nodes
+        node = self.client.least_loaded_node(now_ms, nodes)
+        if node is None and self.client.rebootstrap and not self.client.has_ready_connection(nodes):
+            # (when the bootstrap servers themselves cannot be reached, this repeats quietly)
+            level = logging.DEBUG if self.metadata.fetch().is_bootstrap_configured else logging.INFO
+            log.log(
+                level,
+                "none of the %d known brokers can be reached: going back to the bootstrap servers",
+                len(nodes),
+            )
+            self.rebootstrap(now_ms)
+            node = self.client.least_loaded_node(now_ms, self.metadata.fetch().nodes)
         if node is None:
             return self.client.reconnect_backoff_ms
         if self.client.can_send_more(node.id):
@@ -871,7 +985,10 @@ class DefaultMetadataUpdater:
             def on_response(resp: ClientResponse) -> None:
                 self.in_progress = False
                 if resp.response is not None and not resp.disconnected:
+                    before = self.metadata.version
                     self.metadata.update(resp.response, partial, self.client.time_ms())
+                    if self.metadata.version != before:  # an answer with brokers: a success
+                        self.attempt_start_ms = None
                 else:
                     self.metadata.failed_update(self.client.time_ms(), resp.error)
 

@@ -19,6 +19,7 @@ import ssl
 from typing import Any, Callable, List, Optional
 
 from cproducer.errors import ConfigError
+from cproducer.network.host_resolver import takes_address
 
 _RECORD_PLAINTEXT = 64 * 1024  # plaintext taken per sendmsg (OpenSSL cuts it into 16 KiB records)
 _READ_CHUNK = 256 * 1024
@@ -168,9 +169,17 @@ def tls_socket_factory(
     context: ssl.SSLContext, tcp_factory: Callable[..., Any]
 ) -> Callable[..., TlsSocket]:
     """A NetworkClient socket factory: ``tcp_factory``'s connecting socket, with TLS over it."""
+    tcp_takes_address = takes_address(tcp_factory)
 
-    def make(host: str, port: int, send_buffer: int, recv_buffer: int) -> TlsSocket:
-        return TlsSocket(tcp_factory(host, port, send_buffer, recv_buffer), context, host)
+    def make(
+        host: str, port: int, send_buffer: int, recv_buffer: int, address: Optional[str] = None
+    ) -> TlsSocket:
+        # TCP to the resolved ``address``; the certificate is checked against the ``host`` name
+        if address is None or not tcp_takes_address:
+            sock = tcp_factory(host, port, send_buffer, recv_buffer)
+        else:
+            sock = tcp_factory(host, port, send_buffer, recv_buffer, address=address)
+        return TlsSocket(sock, context, host)
 
     return make
 

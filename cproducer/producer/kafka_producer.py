@@ -20,6 +20,12 @@ import numpy as np
 from cproducer import errors
 from cproducer.cluster import Cluster, TopicPartition
 from cproducer.config import ProducerConfig
+from cproducer.network.host_resolver import (
+    USE_ALL_DNS_IPS,
+    check_host_resolver,
+    default_host_resolver,
+)
+from cproducer.network.host_resolver import bootstrap_addresses as resolve_bootstrap
 from cproducer.network.network_client import NetworkClient, default_socket_factory
 from cproducer.network.tls import ssl_context_from_config, tls_socket_factory
 from cproducer.producer.batch_future import BatchFuture
@@ -137,7 +143,18 @@ class KafkaProducer:
             metadata_max_idle_ms=cfg["metadata.max.idle.ms"],
             topic_time_ms=self._batch_time_ms,
         )
-        self._metadata.bootstrap(cfg["bootstrap.servers"])
+        host_resolver = check_host_resolver(cfg.hooks.get("host_resolver", default_host_resolver))
+        servers, dns_lookup = cfg["bootstrap.servers"], cfg["client.dns.lookup"]
+
+        def bootstrap_addresses() -> Any:
+            # KIP-602: the names themselves, or (resolve_canonical_bootstrap_servers_only) the
+            # canonical name of each of their addresses; again at each rebootstrap
+            return resolve_bootstrap(servers, dns_lookup, host_resolver)
+
+        self._metadata.bootstrap(
+            bootstrap_addresses(),
+            bootstrap_addresses if dns_lookup != USE_ALL_DNS_IPS else None,
+        )
         self._pool = BufferPool(cfg["buffer.memory"], cfg["batch.size"])
         self._transaction_manager = (
             TransactionManager(
@@ -206,6 +223,11 @@ class KafkaProducer:
             receive_buffer_bytes=cfg["receive.buffer.bytes"],
             connections_max_idle_ms=cfg["connections.max.idle.ms"],
             clock=clock,
+            host_resolver=host_resolver,
+            metadata_recovery_strategy=cfg["metadata.recovery.strategy"],
+            metadata_recovery_rebootstrap_trigger_ms=cfg[
+                "metadata.recovery.rebootstrap.trigger.ms"
+            ],
             **client_kwargs,
         )
         acks = cfg["acks"]
@@ -670,7 +692,16 @@ class KafkaProducer:
 
     # ------------------------------------------------------------------ flush / close / info
     def flush(self, timeout: Optional[float] = None) -> None:
-        """Send every record sent so far and wait until each completed (success or error)."""
+        """Send every record sent so far and wait until each completed (success or error).
+
+        Raises IllegalStateError when called from a completion callback: callbacks run on the
+        producer's I/O thread, which would wait for itself (Java 4.x refuses it the same way)."""
+        if threading.current_thread() is self._sender.thread:
+            raise errors.IllegalStateError(
+                "flush() was called from a completion callback: callbacks run on the producer's "
+                "I/O thread, which would wait for itself for ever (deadlock); flush from another "
+                "thread"
+            )
         self._accumulator.begin_flush()
         self._sender.wakeup()
         if not self._accumulator.await_flush_completion(timeout):
@@ -678,13 +709,24 @@ class KafkaProducer:
 
     def close(self, timeout: Optional[float] = None) -> None:
         """Send what was accepted, then stop. ``timeout=0``: abort pending records (each callback
-        gets ``ProducerClosedError`` exactly once). Idempotent."""
+        gets ``ProducerClosedError`` exactly once). Idempotent. From a completion callback it is
+        ``close(0)`` that does not wait for the I/O thread it runs on (as Java's)."""
         with self._close_lock:
             if self._closed and not self._sender.thread.is_alive():
                 return
             self._closed = True
             if self._fast is not None:
                 self._fast.divert = True
+        if threading.current_thread() is self._sender.thread:
+            if timeout is None or timeout > 0:
+                log.warning(
+                    "close() from a completion callback: the timeout (%s) becomes 0, since the "
+                    "producer's I/O thread cannot wait for itself; records not sent yet fail",
+                    timeout,
+                )
+            self._sender.force_close_now()  # the thread stops once this callback returns
+            self._close_components()
+            return
         if timeout is None or timeout > 0:
             self._sender.initiate_close()
             self._sender.thread.join(timeout)
@@ -693,6 +735,9 @@ class KafkaProducer:
         if self._sender.thread.is_alive() or timeout == 0:
             self._sender.force_close_now()
             self._sender.thread.join()
+        self._close_components()
+
+    def _close_components(self) -> None:
         self._pool.close()
         self._metadata.close()
         if self._sasl_login is not None:

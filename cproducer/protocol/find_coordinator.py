@@ -1,7 +1,8 @@
-"""FindCoordinator (key 10), versions 0-4 (FindCoordinatorRequest.json / Response.json).
+"""FindCoordinator (key 10), versions 0-5 (FindCoordinatorRequest.json / Response.json).
 
 v0-3 ask for one key and answer one coordinator; v4 asks for a list of keys (we send one) and
-answers a list. v3+ are flexible. Key type 1 is a transaction coordinator (0: a group's).
+answers a list; v5 is v4 for a client that knows TRANSACTION_ABORTABLE (KIP-890). v3+ are
+flexible. Key type 1 is a transaction coordinator (0: a group's).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ class FindCoordinatorResponse:
 class FindCoordinatorRequest:
     API_KEY = 10
     MIN_VERSION = 0
-    MAX_VERSION = 4
+    MAX_VERSION = 5
     FIRST_FLEXIBLE_VERSION = 3
     key: str = ""
     key_type: int = KEY_TYPE_TRANSACTION

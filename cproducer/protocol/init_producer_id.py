@@ -1,4 +1,7 @@
-"""InitProducerId (key 22), versions 0-4 (InitProducerIdRequest.json / Response.json)."""
+"""InitProducerId (key 22), versions 0-5 (InitProducerIdRequest.json / Response.json).
+
+v5 is v4 for a client that knows TRANSACTION_ABORTABLE (KIP-890); v6 (two-phase commit,
+KIP-939) is not spoken."""
 
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ class InitProducerIdResponse:
 class InitProducerIdRequest:
     API_KEY = 22
     MIN_VERSION = 0
-    MAX_VERSION = 4
+    MAX_VERSION = 5
     FIRST_FLEXIBLE_VERSION = 2
     transactional_id: Optional[str] = None
     transaction_timeout_ms: int = 60000

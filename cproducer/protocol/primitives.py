@@ -210,6 +210,10 @@ class Reader:
             self.uvarint()  # tag
             self._take(self.uvarint())  # skip unknown tagged data
 
+    def tagged_field_items(self) -> List[Tuple[int, memoryview]]:
+        """A tagged-fields section as ``[(tag, data)]``, for the codecs that read some tags."""
+        return [(self.uvarint(), self._take(self.uvarint())) for _ in range(self.uvarint())]
+
     def uuid(self) -> bytes:
         return bytes(self._take(16))
 

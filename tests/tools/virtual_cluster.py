@@ -17,7 +17,21 @@ Knobs, per node, changeable while clients run:
   (``inject_txn_errors(node, api_key, ...)`` does the same for EndTxn and AddPartitionsToTxn);
 - ``delay_produce_answers(node, ms, count)``: the broker's answers to the node's next ``count``
   Produce requests are held ``ms`` (the requests themselves went through: past
-  ``request.timeout.ms`` the client gives up on batches the broker has).
+  ``request.timeout.ms`` the client gives up on batches the broker has);
+- ``move_leader(partition, node)``: partition ``partition`` (of every topic) gets a new leader and
+  a higher leader epoch, at once, as after a reassignment;
+- ``freeze_metadata()``: Metadata answers keep showing the leaders (and epochs) of this moment,
+  as a broker whose metadata cache lags does (the case KIP-951 is about); ``thaw_metadata()``;
+- ``stop_answering_metadata()``: Metadata requests are taken but never answered (nor anything
+  after them on the same connection), as by a broker that hangs (KIP-1102's case).
+
+Leadership is enforced once a leader has moved (a move or a failure): a Produce request reaching a
+node for a partition it does not lead is answered NOT_LEADER_OR_FOLLOWER for that partition (the
+others in the request go to the broker), and from Produce v10 on the answer carries KIP-951's
+hints: the partition's ``CurrentLeader`` (id and epoch) and the new leader's ``NodeEndpoints``.
+ApiVersions advertises Produce up to ``max_produce_version`` (11, the proxy's own limit: v13
+names topics by id; 9 shows a client without the hints). ``metadata_requests`` counts Metadata
+requests per node; ``moved_at``/``first_not_leader``/``first_accepted`` time each move.
 
 Answers are decoded and re-encoded with kafka-python's schema-generated classes (a test
 dependency), so this lives with the tests, not in the package.
@@ -29,9 +43,10 @@ import asyncio
 import logging
 import struct
 import threading
-from typing import Any, Dict, List, Set, Tuple
+import time
+from typing import Any, Dict, List, Optional, Set, Tuple
 
-from kafka.protocol.metadata import FindCoordinatorResponse, MetadataResponse
+from kafka.protocol.metadata import ApiVersionsResponse, FindCoordinatorResponse, MetadataResponse
 from kafka.protocol.producer import (
     AddPartitionsToTxnRequest,
     AddPartitionsToTxnResponse,
@@ -44,27 +59,52 @@ log = logging.getLogger("tests.virtual_cluster")
 _SIZE = struct.Struct(">i")
 _HEADER = struct.Struct(">hhi")  # api_key, api_version, correlation_id
 METADATA, FIND_COORDINATOR, PRODUCE, END_TXN, ADD_PARTITIONS_TO_TXN = 3, 10, 0, 26, 24
+API_VERSIONS = 18
+_NEVER: Any = object()  # the answer slot of a request that is never answered
+NOT_LEADER_OR_FOLLOWER = 6
+FIRST_LEADER_HINT_VERSION = 10  # KIP-951: CurrentLeader and NodeEndpoints in Produce answers
 # the first version whose answers carry header v1 (tagged fields), per API the proxy rewrites
+# (ApiVersions answers never do, so that any client can read them)
 _FIRST_FLEXIBLE = {
     METADATA: 9,
     FIND_COORDINATOR: 3,
     PRODUCE: 9,
     END_TXN: 3,
     ADD_PARTITIONS_TO_TXN: 3,
+    API_VERSIONS: 2**15,
 }
 
 
 class VirtualCluster:
-    def __init__(self, upstream: str, nodes: int = 3, host: str = "127.0.0.1") -> None:
+    def __init__(
+        self,
+        upstream: str,
+        nodes: int = 3,
+        host: str = "127.0.0.1",
+        max_produce_version: int = 11,
+    ) -> None:
         up_host, up_port = upstream.rsplit(":", 1)
         self.upstream = (up_host, int(up_port))
         self.host = host
         self.n = nodes
+        self.max_produce_version = max_produce_version
         self.ports: List[int] = []
         self.service_ms: Dict[int, float] = {}
         self.failed: Set[int] = set()
         self.leader_moves = 0
+        self.moved_leaders: Dict[int, int] = {}  # partition -> node, by move_leader
+        # (moved_leaders, failed, leader_moves) as Metadata shows them while frozen
+        self._frozen: Optional[Tuple[Dict[int, int], Set[int], int]] = None
+        self._base_epochs: Dict[Tuple[str, int], int] = {}  # the broker's epochs, from Metadata
         self.produce_requests: Dict[int, int] = {i: 0 for i in range(nodes)}
+        self.metadata_requests: Dict[int, int] = {i: 0 for i in range(nodes)}
+        self.not_leader_answers = 0
+        self.metadata_unanswered = False
+        # per moved partition, time.monotonic() of: the move, the first NOT_LEADER_OR_FOLLOWER
+        # answered for it, the first Produce for it that its new leader took
+        self.moved_at: Dict[int, float] = {}
+        self.first_not_leader: Dict[int, float] = {}
+        self.first_accepted: Dict[int, float] = {}
         # (node, api key) -> [error_code, remaining]
         self.injected: Dict[Tuple[int, int], List[Any]] = {}
         self.injected_answers = 0
@@ -88,11 +128,35 @@ class VirtualCluster:
         return ",".join(f"{self.host}:{p}" for p in self.ports)
 
     def leader_of(self, partition: int) -> int:
-        alive = [i for i in range(self.n) if i not in self.failed]
-        node = partition % self.n
+        return self._leader(partition, self.moved_leaders, self.failed)
+
+    def _leader(self, partition: int, moved: Dict[int, int], failed: Set[int]) -> int:
+        alive = [i for i in range(self.n) if i not in failed]
+        node = moved.get(partition, partition % self.n)
         if node in alive or not alive:
             return node
         return min(alive, key=lambda i: (i - node) % self.n)
+
+    def leader_epoch(self, topic: str, partition: int) -> int:
+        """The partition's leader epoch (every move raises it)."""
+        return self._base_epochs.get((topic, partition), 0) + self.leader_moves
+
+    def freeze_metadata(self) -> None:
+        self._frozen = (dict(self.moved_leaders), set(self.failed), self.leader_moves)
+
+    def thaw_metadata(self) -> None:
+        self._frozen = None
+
+    def stop_answering_metadata(self) -> None:
+        self.metadata_unanswered = True
+
+    def move_leader(self, partition: int, node: int) -> None:
+        """Partition ``partition`` of every topic is led by ``node`` from now on."""
+        self.moved_leaders[partition] = node
+        self.leader_moves += 1
+        self.moved_at[partition] = time.monotonic()
+        self.first_not_leader.pop(partition, None)
+        self.first_accepted.pop(partition, None)
 
     def set_produce_service_ms(self, node: int, ms: float) -> None:
         self.service_ms[node] = ms
@@ -118,6 +182,7 @@ class VirtualCluster:
     def close(self) -> None:
         for node in list(self._servers):
             self._call(self._fail(node))
+        self._call(self._cancel_connections())  # clients may still hold connections
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(5)
 
@@ -139,6 +204,17 @@ class VirtualCluster:
         self._locks.setdefault(node, asyncio.Lock())
         if port == 0:
             self.ports.append(server.sockets[0].getsockname()[1])
+
+    async def _cancel_connections(self) -> None:
+        for writers in self._writers.values():
+            for w in list(writers):
+                w.close()  # each connection's tasks end on their own
+        tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        if tasks:
+            _done, pending = await asyncio.wait(tasks, timeout=2)
+            for t in pending:
+                t.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
 
     async def _fail(self, node: int) -> None:
         if node not in self.failed and node in self._servers:
@@ -167,14 +243,26 @@ class VirtualCluster:
                 size = _SIZE.unpack(await reader.readexactly(4))[0]
                 frame = await reader.readexactly(size)
                 api_key, version, cid = _HEADER.unpack_from(frame)
+                if api_key == METADATA:
+                    self.metadata_requests[node] += 1
+                    if self.metadata_unanswered:
+                        await slots.put((cid, api_key, version, _NEVER, None))
+                        continue
                 injected = self.injected.get((node, api_key))
                 if injected and injected[1] > 0:
                     injected[1] -= 1
                     self.injected_answers += 1
                     answer = _error_answer(api_key, frame, version, cid, injected[0])
-                    await slots.put((cid, api_key, version, answer))
+                    await slots.put((cid, api_key, version, answer, None))
                     continue
-                await slots.put((cid, api_key, version, None))
+                moved: Optional[Any] = None
+                if api_key == PRODUCE and self.leader_moves:
+                    frame, moved = self._check_leadership(node, version, frame)
+                    if frame is None:  # no partition of the request is led here
+                        answer = _encode(moved, PRODUCE, version, cid)
+                        await slots.put((cid, api_key, version, answer, None))
+                        continue
+                await slots.put((cid, api_key, version, None, moved))
                 await queue.put((api_key, frame))
 
         async def service() -> None:
@@ -191,13 +279,17 @@ class VirtualCluster:
 
         async def responses() -> None:
             while True:
-                cid, api_key, version, answer = await slots.get()
+                cid, api_key, version, answer, moved = await slots.get()
+                if answer is _NEVER:
+                    await asyncio.Event().wait()  # until the connection is closed
                 if answer is None:
                     size = _SIZE.unpack(await up_reader.readexactly(4))[0]
                     frame = await up_reader.readexactly(size)
                     if _SIZE.unpack_from(frame)[0] != cid:
                         raise ValueError(f"upstream answered out of order (expected {cid})")
                     answer = self._rewrite(api_key, version, frame)
+                    if moved is not None:
+                        answer = _merge_produce_answers(answer, moved, version, cid)
                     delay = self.delayed.get(node)
                     if api_key == PRODUCE and delay and delay[1] > 0:
                         delay[1] -= 1
@@ -225,7 +317,84 @@ class VirtualCluster:
             return self._rewrite_metadata(version, frame)
         if api_key == FIND_COORDINATOR:
             return self._rewrite_coordinator(version, frame)
+        if api_key == API_VERSIONS:
+            return self._rewrite_api_versions(version, frame)
         return frame
+
+    def _check_leadership(self, node: int, version: int, frame: bytes) -> Tuple[Any, Any]:
+        """(the request to forward, or None when nothing in it is led by ``node``; the
+        NOT_LEADER_OR_FOLLOWER answer for the partitions it does not lead, or None)."""
+        request: Any = ProduceRequest.decode(frame, version=version, header=True)
+        now = time.monotonic()
+        kept, refused = [], []
+        for t in request.topic_data:
+            here = [pd for pd in t.partition_data if self.leader_of(pd.index) == node]
+            elsewhere = [pd.index for pd in t.partition_data if self.leader_of(pd.index) != node]
+            for pd in here:
+                if pd.index in self.moved_at:
+                    self.first_accepted.setdefault(pd.index, now)
+            if here:
+                kept.append(type(t)(name=t.name, partition_data=here))
+            if elsewhere:
+                refused.append((t.name, elsewhere))
+        if not refused:
+            return frame, None
+        for _topic, parts in refused:
+            self.not_leader_answers += len(parts)
+            for p in parts:
+                if p in self.moved_at:
+                    self.first_not_leader.setdefault(p, now)
+        answer = self._not_leader_answer(refused, version)
+        if not kept:
+            return None, answer
+        request.topic_data = kept
+        return bytes(request.encode(version=version, header=True)), answer
+
+    def _not_leader_answer(self, refused: List[Tuple[str, List[int]]], version: int) -> Any:
+        """NOT_LEADER_OR_FOLLOWER for each refused partition, with the KIP-951 hints (tagged
+        fields: written from v10 on only)."""
+        topic_cls = ProduceResponse.TopicProduceResponse
+        part_cls = topic_cls.PartitionProduceResponse
+        leaders = set()
+        topics = []
+        for name, parts in refused:
+            answers = []
+            for p in parts:
+                leader = self.leader_of(p)
+                leaders.add(leader)
+                answers.append(
+                    part_cls(
+                        index=p,
+                        error_code=NOT_LEADER_OR_FOLLOWER,
+                        base_offset=-1,
+                        log_append_time_ms=-1,
+                        log_start_offset=-1,
+                        record_errors=[],
+                        error_message=f"this node does not lead partition {p}",
+                        current_leader=part_cls.LeaderIdAndEpoch(
+                            leader_id=leader, leader_epoch=self.leader_epoch(name, p)
+                        ),
+                    )
+                )
+            topics.append(topic_cls(name=name, partition_responses=answers))
+        endpoints = [
+            ProduceResponse.NodeEndpoint(node_id=n, host=self.host, port=self.ports[n], rack=None)
+            for n in sorted(leaders)
+        ]
+        return ProduceResponse(responses=topics, throttle_time_ms=0, node_endpoints=endpoints)
+
+    def _rewrite_api_versions(self, version: int, frame: bytes) -> bytes:
+        """Produce advertised up to ``max_produce_version``."""
+        try:
+            resp: Any = ApiVersionsResponse.decode(memoryview(frame)[4:], version=version)
+        except Exception:  # an UNSUPPORTED_VERSION answer in the v0 layout: as it is
+            return frame
+        if resp.error_code != 0:
+            return frame
+        for api in resp.api_keys or []:
+            if api.api_key == PRODUCE:
+                api.max_version = min(api.max_version, self.max_produce_version)
+        return _encode(resp, API_VERSIONS, version, _SIZE.unpack_from(frame)[0])
 
     def _alive(self) -> List[int]:
         return [i for i in range(self.n) if i not in self.failed]
@@ -242,13 +411,18 @@ class VirtualCluster:
         resp.controller_id = alive[0] if alive else -1
         for topic in resp.topics or []:
             for p in topic.partitions or []:
-                leader = self.leader_of(p.partition_index)
+                leader, moves = self.leader_of(p.partition_index), self.leader_moves
+                if self._frozen is not None:
+                    moved, failed, moves = self._frozen
+                    leader = self._leader(p.partition_index, moved, failed)
                 p.leader_id = leader
                 p.replica_nodes = [leader]
                 p.isr_nodes = [leader]
                 p.offline_replicas = []
                 if version >= 7:
-                    p.leader_epoch = max(p.leader_epoch, 0) + self.leader_moves
+                    base = max(p.leader_epoch, 0)
+                    self._base_epochs[(topic.name, p.partition_index)] = base
+                    p.leader_epoch = base + moves
         return _encode(resp, METADATA, version, _SIZE.unpack_from(frame)[0])
 
     def _rewrite_coordinator(self, version: int, frame: bytes) -> bytes:
@@ -306,6 +480,15 @@ def _error_answer(api_key: int, frame: bytes, version: int, cid: int, error_code
     else:
         response = _produce_error_response(frame, version, error_code)
     return _encode(response, api_key, version, cid)
+
+
+def _merge_produce_answers(answer: bytes, refused: Any, version: int, cid: int) -> bytes:
+    """The broker's answer for the partitions a node leads, with the NOT_LEADER_OR_FOLLOWER
+    entries (and their hints) of the ones it refused."""
+    resp: Any = ProduceResponse.decode(_body(answer, PRODUCE, version), version=version)
+    resp.responses = list(resp.responses) + list(refused.responses)
+    resp.node_endpoints = list(refused.node_endpoints)
+    return _encode(resp, PRODUCE, version, cid)
 
 
 def _produce_error_response(frame: bytes, version: int, error_code: int) -> Any:

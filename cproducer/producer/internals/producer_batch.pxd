@@ -45,6 +45,7 @@ cdef class ProducerBatch:
     cdef public object pooled_buffer
     cdef readonly bint is_splitting_batch
     cdef public long long backoff_ms
+    cdef public int leader_epoch  # its partition's leader epoch when last drained (-1: unknown)
     cdef FastLock _lock
 
     cdef object _try_append(self, long long timestamp, object key, object value, object headers,

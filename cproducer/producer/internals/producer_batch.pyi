@@ -34,6 +34,7 @@ class ProducerBatch:
     pooled_buffer: Any
     is_splitting_batch: bool
     backoff_ms: int
+    leader_epoch: int
     def __init__(
         self,
         topic_partition: TopicPartition,

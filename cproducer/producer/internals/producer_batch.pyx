@@ -87,6 +87,7 @@ cdef class ProducerBatch:
         self.pooled_buffer = None
         self.is_splitting_batch = is_splitting_batch
         self.backoff_ms = 0
+        self.leader_epoch = -1
         self._lock = FastLock()
 
     cdef object _try_append(self, long long timestamp, object key, object value,

@@ -6,6 +6,11 @@ when an update is due (requested, ``metadata.max.age.ms`` passed, or a new topic
 refresh backoff (exponential in the failed attempts, as Java's). Topics unused for
 ``metadata.max.idle.ms`` are dropped. Every update builds a new immutable ``Cluster``.
 
+Two more ways the view changes (Java's Metadata.rebootstrap and updatePartitionLeadership):
+``rebootstrap`` goes back to the bootstrap servers (resolved again when they are resolved at
+all: canonical names), and ``update_partition_leadership`` takes the new leaders a Produce
+answer named (KIP-951) when their epochs are newer than the view's.
+
 Two times: the refresh schedule runs on the network client's monotonic ms (the ``now_ms`` of
 ``update``, ``failed_update``, ``time_to_next_update``, ``new_metadata_request``); when a topic
 was last used is the sending side's time (``add``'s ``now_ms``, ``topic_time_ms``), which the
@@ -20,7 +25,7 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from cproducer import errors
-from cproducer.cluster import Cluster, PartitionInfo, TopicPartition
+from cproducer.cluster import Cluster, Node, PartitionInfo, TopicPartition
 from cproducer.protocol import MetadataRequest
 from cproducer.utils.backoff import ExponentialBackoff
 from cproducer.utils.time import SYSTEM_CLOCK
@@ -73,6 +78,8 @@ class ProducerMetadata:
         # until an update succeeds
         self._fatal_error: Optional[BaseException] = None
         self._closed = False
+        self._bootstrap_addresses: List[Tuple[str, int]] = []
+        self._resolve_bootstrap: Optional[Callable[[], List[Tuple[str, int]]]] = None
 
     # ------------------------------------------------------------------ reads
     def fetch(self) -> Cluster:
@@ -83,8 +90,33 @@ class ProducerMetadata:
         return list(self._topics)
 
     # ------------------------------------------------------------------ bootstrap / topics
-    def bootstrap(self, addresses: Sequence[Tuple[str, int]]) -> None:
+    def bootstrap(
+        self,
+        addresses: Sequence[Tuple[str, int]],
+        resolve: Optional[Callable[[], List[Tuple[str, int]]]] = None,
+    ) -> None:
+        """The view of the bootstrap servers alone. ``resolve``: makes ``addresses`` again for
+        a rebootstrap (they came from resolving names)."""
         with self._lock:
+            self._bootstrap_addresses = list(addresses)
+            self._resolve_bootstrap = resolve
+            self._cluster = Cluster.bootstrap(addresses)
+            self._need_full_update = True
+            self.version += 1
+
+    def rebootstrap(self) -> None:
+        """Back to the bootstrap servers (KIP-899): the known brokers could not be reached."""
+        addresses = self._bootstrap_addresses
+        if self._resolve_bootstrap is not None:
+            try:
+                addresses = self._resolve_bootstrap()
+            except (errors.KafkaError, OSError) as exc:
+                log.warning(
+                    "cannot resolve the bootstrap servers again (%s): using %s", exc, addresses
+                )
+        log.debug("rebootstrapping with %s", addresses)
+        with self._lock:
+            self._bootstrap_addresses = list(addresses)
             self._cluster = Cluster.bootstrap(addresses)
             self._need_full_update = True
             self.version += 1
@@ -249,6 +281,7 @@ class ProducerMetadata:
                 invalid_topics=invalid,
                 controller=controller,
                 cluster_id=response.cluster_id,
+                leader_epochs=self._epochs_of(partitions),
             )
             self._new_topics -= fetched - retry_topics
             if is_partial:
@@ -267,6 +300,53 @@ class ProducerMetadata:
             self._fatal_error = None
             self.version += 1
             self._updated.notify_all()
+
+    def _epochs_of(self, partitions: Dict[TopicPartition, PartitionInfo]) -> Dict[Any, int]:
+        known = self._leader_epochs
+        return {tp: known[tp] for tp in partitions if tp in known}
+
+    def update_partition_leadership(
+        self, leaders: Dict[TopicPartition, Tuple[int, int]], nodes: Sequence[Node]
+    ) -> Set[TopicPartition]:
+        """KIP-951 (Java's updatePartitionLeadership): ``leaders`` maps partitions to the
+        (leader id, leader epoch) a Produce answer named, ``nodes`` are the endpoints it gave.
+        A partition takes its new leader when the epoch is newer than the view's, the leader's
+        endpoint is known (given or already in the view) and the partition is in the view. The
+        partitions that changed."""
+        with self._lock:
+            old = self._cluster
+            by_id = {n.id: n for n in old.nodes}
+            for n in nodes:
+                by_id[n.id] = n  # the answer's endpoints are the newest
+            changed: Dict[TopicPartition, PartitionInfo] = {}
+            for tp, (leader_id, epoch) in leaders.items():
+                current = old.partition(tp)
+                if current is None or leader_id < 0 or epoch < 0:
+                    continue
+                if epoch <= self._leader_epochs.get(tp, -1) or leader_id not in by_id:
+                    continue
+                changed[tp] = current._replace(leader=by_id[leader_id])
+                self._leader_epochs[tp] = epoch
+            if not changed:
+                return set()
+            partitions = {
+                p.topic_partition: p for t in old.topics for p in old.partitions_for_topic(t)
+            }
+            partitions.update(changed)
+            self._cluster = Cluster(
+                by_id.values(),
+                partitions.values(),
+                unauthorized_topics=old.unauthorized_topics,
+                invalid_topics=old.invalid_topics,
+                internal_topics=old.internal_topics,
+                controller=old.controller,
+                cluster_id=old.cluster_id,
+                leader_epochs=self._epochs_of(partitions),
+            )
+            self.version += 1
+            self._updated.notify_all()
+            log.debug("new leaders from a Produce answer: %s", sorted(map(str, changed)))
+            return set(changed)
 
     def failed_update(self, now_ms: int, exc: Optional[BaseException] = None) -> None:
         with self._lock:

@@ -127,6 +127,13 @@ cdef inline Py_ssize_t _estimated_size(RecordBatchBuilder b) noexcept:
     return b._size if b._closed else b._estimated(b._pos - RECORDS_OFFSET)
 
 
+cdef bint leader_changed_since_sent(object cluster, ProducerBatch batch) except -1:
+    # KIP-951 (Java's hasLeaderChangedForTheOngoingRetry): a batch waiting to be retried goes at
+    # once when its partition has a newer leader than the one it was sent to, as when the
+    # broker's answer named the new leader (only looked up for batches backing off)
+    return cluster.leader_epoch_for(batch.topic_partition) > batch.leader_epoch
+
+
 cdef bint _all_batches_full(PartitionDeque dq):
     # Java's allBatchesFull: the last batch is full (the others are, being older)
     if not dq.batches:
@@ -435,6 +442,8 @@ cdef class RecordAccumulator:
                 dq.lock.release_c()
                 if batch is None:
                     continue
+                if backing_off and leader_changed_since_sent(cluster, batch):
+                    backing_off = False
                 if leader is None:
                     unknown.add(topic)
                     continue
@@ -538,7 +547,8 @@ cdef class RecordAccumulator:
                             head = dq.batches[0]
                             # not while backing off
                             if not (head.attempts > 0
-                                    and now - head.last_attempt_ms < head.backoff_ms):
+                                    and now - head.last_attempt_ms < head.backoff_ms
+                                    and not leader_changed_since_sent(cluster, head)):
                                 if size + _estimated_size(head.builder) > max_size and ready:
                                     # a single batch larger than the request (compression
                                     # estimate) still goes, alone
@@ -564,6 +574,7 @@ cdef class RecordAccumulator:
                             tm.increment_sequence_number(dq.tp, b._count)
                             tm.add_in_flight_batch(first)
                         b.close()
+                        first.leader_epoch = cluster.leader_epoch_for(dq.tp)
                         if b._codec != 0:
                             self._update_compression_ratio(ti, b.compression_ratio)
                         size += b._size

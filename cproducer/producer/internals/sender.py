@@ -35,6 +35,9 @@ from cproducer.utils.time import SYSTEM_CLOCK, Clock
 
 log = logging.getLogger("cproducer.producer.internals.sender")
 
+# a Produce answer with one of these may name the partition's new leader (KIP-951)
+_LEADER_MOVED = (errors.NotLeaderOrFollowerError, errors.FencedLeaderEpochError)
+
 
 class SenderMetrics:
     """Counters the producer's ``metrics()`` reports (Java's SenderMetricsRegistry, a subset)."""
@@ -52,6 +55,7 @@ class SenderMetrics:
         self.request_latency_total_ms = 0
         self.request_latency_max_ms = 0
         self.responses = 0
+        self.leader_hints_applied = 0  # partitions moved to a leader a Produce answer named
 
 
 class Sender:
@@ -409,6 +413,7 @@ class Sender:
             for batch in batches.values():
                 self._complete_batch(batch, -1, -1)
             return
+        new_leaders: Dict[TopicPartition, Any] = {}
         for tp, batch in batches.items():
             part = body.responses.get((tp.topic, tp.partition))
             if part is None:
@@ -418,8 +423,22 @@ class Sender:
             err = errors.exception_for(part.error_code, part.error_message)
             if err is None:
                 self._complete_batch(batch, part.base_offset, part.log_append_time_ms)
-            else:
-                self._complete_batch_with_error(batch, err, part.log_start_offset, batch_now, part)
+                continue
+            self._complete_batch_with_error(batch, err, part.log_start_offset, batch_now, part)
+            leader = part.current_leader
+            if (
+                isinstance(err, _LEADER_MOVED)
+                and leader is not None
+                and leader[0] != -1
+                and leader[1] != -1
+            ):
+                new_leaders[tp] = leader
+        if new_leaders:
+            # KIP-951 (Produce v10+): the answer names the new leaders; the batches just put
+            # back go there at once (their partitions' leader epochs rose), without waiting for
+            # the metadata update that was requested too, as Java does
+            moved = self.metadata.update_partition_leadership(new_leaders, body.node_endpoints)
+            self.metrics.leader_hints_applied += len(moved)
 
     def _complete_batch_with_error(
         self,

@@ -7,7 +7,18 @@ methods.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Protocol, Set, Tuple
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Dict,
+    Iterable,
+    List,
+    Optional,
+    Protocol,
+    Sequence,
+    Set,
+    Tuple,
+)
 
 if TYPE_CHECKING:
     from cproducer.cluster import Cluster, Node, TopicPartition
@@ -46,6 +57,9 @@ class Metadata(Protocol):
     def fetch(self) -> Cluster: ...
     def request_update(self) -> int: ...
     def add(self, topic: str, now_ms: int) -> None: ...
+    def update_partition_leadership(
+        self, leaders: Dict[TopicPartition, Tuple[int, int]], nodes: Sequence[Node]
+    ) -> Set[TopicPartition]: ...
 
 
 class KafkaClient(Protocol):

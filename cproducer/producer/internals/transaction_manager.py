@@ -383,11 +383,18 @@ class TransactionManager:
                 exc, (errors.OutOfOrderSequenceNumberError, errors.UnknownProducerIdError)
             )
             if self.transactional_id is not None:
+                # Java's maybeTransitionToErrorState: a batch failed outside a commit or abort
+                # (the application still sends): the epoch is bumped before the next
+                # transaction, and its sequences restart (KIP-360)
+                completing = self.is_completing()
                 if self.state in (IN_TRANSACTION, COMMITTING_TRANSACTION, ABORTABLE_ERROR):
                     self.transition_to_abortable_error(exc)
-                if state_lost:
-                    # KIP-360: the next InitProducerId bumps the epoch and sequences restart
+                if state_lost or not completing:
                     self._epoch_bump_required = True
+                if not state_lost and adjust_sequences and batch.has_sequence():
+                    # the broker did not write it (e.g. TRANSACTION_ABORTABLE): the batches after
+                    # it, and the next transaction's, must not leave a gap in the sequence
+                    self._adjust_sequences_due_to_failed_batch(batch)
                 return
             if state_lost:
                 self.request_producer_id_reset(f"{type(exc).__name__} for {batch.topic_partition}")

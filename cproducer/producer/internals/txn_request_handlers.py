@@ -105,8 +105,12 @@ class TxnRequestHandler:
 
     def handle_error(self, err: errors.KafkaError, now: int) -> None:
         """What most answers do with an error: find the coordinator again when it moved, retry
-        a retriable one, end the producer on anything else."""
-        if isinstance(err, COORDINATOR_MOVED):
+        a retriable one, make the transaction abortable on TRANSACTION_ABORTABLE (KIP-890: the
+        broker will not commit it), end the producer on anything else."""
+        if isinstance(err, errors.TransactionAbortableError):
+            log.info("%s: %s; the transaction must be aborted", self.request_class.__name__, err)
+            self.tm.transition_to_abortable_error(err)
+        elif isinstance(err, COORDINATOR_MOVED):
             self.tm.coordinator_unknown()
             self.retry(now)
         elif err.retriable:  # load in progress, concurrent transactions
