@@ -28,7 +28,7 @@ extensions = [
 ]
 source_suffix = {".md": "markdown"}
 root_doc = "index"
-exclude_patterns = ["_build", "agent-common.md", "README.md"]
+exclude_patterns = ["_build"]
 myst_enable_extensions = ["colon_fence", "deflist", "substitution"]
 myst_substitutions = {"release": release}
 myst_heading_anchors = 3
