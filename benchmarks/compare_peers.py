@@ -5,10 +5,12 @@ own, all threads included); each gets its own topic. The workload: N x 100-byte 
 distinct keys, lz4, linger 5 ms, acks=all, 6 partitions, every record acknowledged (the count is
 checked). Prints msg/s, client CPU us per message and ratios to confluent-kafka.
 ``--transactions K``: every client (confluent, send, send_many) commits a transaction every K
-records instead.
+records instead. ``--plot DIR`` writes the results (``peers.json``, read by the documentation's
+performance page) and a bar chart of them (``peers.png``, matplotlib) into DIR; with
+``--transactions K`` the files are ``peers_txn<K>.*``.
 
     python benchmarks/compare_peers.py [--records 300000] [--clients confluent,send,send_many,...]
-                                       [--transactions 10000]
+                                       [--transactions 10000] [--plot docs/_static/perf]
 """
 
 from __future__ import annotations
@@ -197,6 +199,14 @@ CLIENTS: Dict[str, Callable[[str, str, int], int]] = {
 }
 
 
+LABELS = {
+    "confluent": "confluent-kafka produce + delivery callback",
+    "send": "cproducer send + callback",
+    "send_many": "cproducer send_many (lists, 10k per call)",
+    "kafka-python": "kafka-python send + callback",
+    "aiokafka": "aiokafka send",
+}
+
 IMPORTS = {
     "confluent": "confluent_kafka",
     "send": "cproducer.producer.kafka_producer",
@@ -229,6 +239,7 @@ def main(argv: List[str] | None = None) -> int:
     ap.add_argument("--clients", default=",".join(CLIENTS))
     ap.add_argument("--json", help="also write the results here")
     ap.add_argument("--transactions", type=int, default=0, metavar="K", help="commit every K")
+    ap.add_argument("--plot", metavar="DIR", help="write peers.json and peers.png into DIR")
     args = ap.parse_args(argv)
     from cproducer.localbroker import LocalBroker
 
@@ -252,14 +263,14 @@ def main(argv: List[str] | None = None) -> int:
             results.append(res)
             print(json.dumps(res), file=sys.stderr, flush=True)
     base = next((r for r in results if r["client"] == "confluent" and "error" not in r), None)
-    print(
-        f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
-    )
-    print(
-        f"workload: {args.records} x {VALUE_SIZE} B, {DISTINCT_KEYS} keys, lz4, linger 5 ms, "
+    machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    print(f"machine: {machine}")
+    workload = (
+        f"{args.records} x {VALUE_SIZE} B, {DISTINCT_KEYS} keys, lz4, linger 5 ms, "
         f"acks=all, {PARTITIONS} partitions"
         + (f", a transaction every {args.transactions} records" if args.transactions else "")
     )
+    print(f"workload: {workload}")
     print(f"{'client':<14}{'msg/s':>12}{'CPU us/msg':>12}{'x msg/s':>10}{'x CPU':>8}")
     for r in results:
         if "error" in r:
@@ -277,7 +288,69 @@ def main(argv: List[str] | None = None) -> int:
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(results, fh, indent=2)
+    if args.plot:
+        stem = f"peers_txn{args.transactions}" if args.transactions else "peers"
+        report = {
+            "records": args.records,
+            "workload": f"{workload}; {machine}",
+            "labels": {r["client"]: LABELS[r["client"]] for r in results},
+            "results": results,
+        }
+        os.makedirs(args.plot, exist_ok=True)
+        with open(os.path.join(args.plot, f"{stem}.json"), "w") as fh:
+            json.dump(report, fh, indent=2)
+            fh.write("\n")
+        plot(report, os.path.join(args.plot, f"{stem}.png"))
     return 0 if all("error" not in r for r in results) else 1
+
+
+def plot(report: Dict[str, Any], path: str) -> None:
+    """Two bar charts side by side: msg/s and client CPU per message, each bar labelled with its
+    ratio to confluent-kafka's (when confluent ran)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
+
+    n = report["records"]
+    done = [r for r in report["results"] if "error" not in r]
+    labels = [report["labels"][r["client"]] for r in done]
+    rates = [n / r["wall_s"] for r in done]
+    cpus = [r["cpu_s"] / n * 1e6 for r in done]
+    base = next((i for i, r in enumerate(done) if r["client"] == "confluent"), None)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 0.55 * len(done) + 1.6), sharey=True)
+    ys = list(range(len(done)))[::-1]
+    colors = ["#8c8c8c" if r["client"] in ("confluent", "kafka-python", "aiokafka") else "#2a7ab9"
+              for r in done]  # fmt: skip
+    for ax, values, title, fmt in (
+        (left, rates, "messages per second (higher is better)", "{:,.0f}"),
+        (right, cpus, "client CPU µs per message (lower is better)", "{:.2f}"),
+    ):
+        ax.barh(ys, values, color=colors)
+        ax.set_title(title, fontsize=10)
+        ax.set_xlim(0, max(values) * 1.45)
+        for y, v in zip(ys, values):
+            text = fmt.format(v)
+            if base is not None:
+                text += f"  ({v / values[base]:.2f}x)"
+            ax.text(v, y, "  " + text, va="center", fontsize=8)
+        ax.tick_params(axis="x", labelsize=8)
+        ax.xaxis.set_major_locator(MaxNLocator(4))
+        ax.xaxis.set_major_formatter(FuncFormatter(_short_number))
+    left.set_yticks(ys)
+    left.set_yticklabels(labels, fontsize=9)
+    fig.suptitle(report["workload"], fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _short_number(value: float, _pos: int) -> str:
+    for limit, suffix in ((1e6, "M"), (1e3, "k")):
+        if abs(value) >= limit:
+            return f"{value / limit:g}{suffix}"
+    return f"{value:g}"
 
 
 if __name__ == "__main__":

@@ -6,20 +6,24 @@ https://cwiki.apache.org/confluence/display/KAFKA/KIP-794%3A+Strictly+Uniform+St
 Topic foo, 3 partitions (leaders: node p % 3). For each partitioner setting, cproducer-perf-test
 sends N x 512-byte unkeyed records at a capped rate (default 2048/s = 1 MB/s, then 4096/s), each
 run in its own process; the table shows its throughput and latencies, and each virtual node's
-share of the records (read back with librdkafka).
+share of the records (read back with librdkafka). ``--plot DIR`` also writes the rows
+(``kip794.json``) and a chart of the latencies and node 0's share (``kip794.png``, matplotlib) into
+DIR.
 
     python benchmarks/kip794_slow_broker.py [--num-records 122880] [--throughputs 2048,4096]
+                                            [--plot docs/_static/perf]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import subprocess
 import sys
 import time
-from typing import Dict, List
+from typing import Any, Dict, List
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
@@ -47,7 +51,9 @@ def main(argv: List[str] | None = None) -> int:
     ap.add_argument("--num-records", type=int, default=122880)
     ap.add_argument("--throughputs", default="2048,4096")
     ap.add_argument("--slow-ms", type=float, default=20.0)
+    ap.add_argument("--plot", metavar="DIR", help="write kip794.json and kip794.png into DIR")
     args = ap.parse_args(argv)
+    rows: List[Dict[str, Any]] = []
     with LocalBroker() as broker, VirtualCluster(broker.bootstrap_servers, 3) as vc:
         vc.set_produce_service_ms(0, args.slow_ms)
         print(
@@ -84,7 +90,69 @@ def main(argv: List[str] | None = None) -> int:
                     f"{name:<48}{float(mb):>7.2f}{float(avg):>9.1f}{int(p99):>8}{int(p999):>8}"
                     f"{share:>13.1%}"
                 )
+                rows.append(
+                    {
+                        "throughput": throughput,
+                        "setting": name,
+                        "mb_per_s": float(mb),
+                        "avg_ms": float(avg),
+                        "p99_ms": int(p99),
+                        "p999_ms": int(p999),
+                        "node0_share": share,
+                    }
+                )
+    if args.plot:
+        report = {
+            "workload": f"{args.num_records} x 512 B unkeyed, 3 virtual nodes, node 0: "
+            f"{args.slow_ms:g} ms per Produce request",
+            "rows": rows,
+        }
+        os.makedirs(args.plot, exist_ok=True)
+        with open(os.path.join(args.plot, "kip794.json"), "w") as fh:
+            json.dump(report, fh, indent=2)
+            fh.write("\n")
+        plot(report, os.path.join(args.plot, "kip794.png"))
     return 0
+
+
+def plot(report: Dict[str, Any], path: str) -> None:
+    """One panel per offered rate: average and p99 latency of each setting (bars, log scale), and
+    the share of the records that went to the slow node 0 (printed on the bars)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rates = sorted({r["throughput"] for r in report["rows"]})
+    fig, axes = plt.subplots(1, len(rates), figsize=(6 * len(rates), 3.8), squeeze=False)
+    for ax, rate in zip(axes[0], rates):
+        rows = [r for r in report["rows"] if r["throughput"] == rate]
+        xs = range(len(rows))
+        ax.bar([x - 0.2 for x in xs], [r["avg_ms"] for r in rows], 0.4, label="avg ms")
+        ax.bar([x + 0.2 for x in xs], [r["p99_ms"] for r in rows], 0.4, label="p99 ms")
+        for x, r in zip(xs, rows):
+            ax.text(x, r["p99_ms"], f"{r['node0_share']:.0%}\n{r['mb_per_s']:.2f} MB/s",
+                    ha="center", va="bottom", fontsize=7)  # fmt: skip
+        ax.set_yscale("log")
+        ax.set_ylim(top=max(r["p99_ms"] for r in rows) * 6)
+        ax.set_xticks(list(xs))
+        ax.set_xticklabels([_short(r["setting"]) for r in rows], fontsize=7)
+        ax.set_title(f"--throughput {rate} ({rate * 512 / 2**20:.0f} MB/s offered)", fontsize=9)
+        ax.set_ylabel("latency ms (log)", fontsize=8)
+        ax.legend(fontsize=7, loc="upper right")
+    fig.suptitle(report["workload"] + "; over the bars: node 0's share, MB/s", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _short(setting: str) -> str:
+    return {
+        "legacy DefaultPartitioner (KIP-480 sticky)": "legacy\nsticky",
+        "partitioner.adaptive.partitioning.enable=false": "uniform\n(adaptive off)",
+        "new logic, all defaults (KIP-794)": "KIP-794\ndefaults",
+        "partitioner.availability.timeout.ms=5": "availability\ntimeout 5 ms",
+    }.get(setting, setting)
 
 
 if __name__ == "__main__":

@@ -8,8 +8,7 @@ producer.send("topic", b"value", key=b"key").get(timeout=10)
 from typing import Any
 
 from cproducer import errors
-
-__version__ = "0.1.0"
+from cproducer._version import __version__
 
 _LAZY = {
     "KafkaProducer": ("cproducer.producer.kafka_producer", "KafkaProducer"),

@@ -18,6 +18,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
+from cproducer._version import __version__
 from cproducer.errors import BrokerResponseError
 
 
@@ -157,6 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="cproducer-perf-test",
         description="Producer performance test (the flags of kafka-producer-perf-test.sh).",
     )
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     p.add_argument("--topic", default="perf-test", help="topic to produce to")
     p.add_argument("--num-records", type=int, default=1_000_000)
     size = p.add_mutually_exclusive_group()

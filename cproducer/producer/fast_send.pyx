@@ -1,3 +1,6 @@
+# cython: freethreading_compatible=False
+# Free-threaded Python: keeps the GIL. Its per-topic state dict and the metadata's last-use times
+# are written without a lock, and it calls the accumulator and the partitioner, which keep the GIL.
 """The per-record fast path of ``KafkaProducer.send`` (Java's ``doSend`` without the detours).
 
 Taken when the producer has no interceptors, serializers or custom partitioner and the record is

@@ -1,4 +1,7 @@
 # cython: wraparound=True
+# cython: freethreading_compatible=False
+# Free-threaded Python: keeps the GIL. It works on the accumulator's deques and the partitioner,
+# which keep the GIL.
 """Columnar send: many records appended in one C loop (``KafkaProducer.send_many``).
 
 A column is either a Python sequence of bytes-like/None (kind "objects"), or one contiguous data

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Tuple
 
-from cproducer import __version__
+from cproducer._version import __version__
 from cproducer.errors import CorruptResponseError
 from cproducer.protocol.primitives import Reader, Writer
 

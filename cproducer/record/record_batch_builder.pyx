@@ -1,3 +1,6 @@
+# cython: freethreading_compatible=True
+# Free-threaded Python: a builder is used by one thread at a time, under its partition deque's
+# native mutex (the accumulator's FastLock); the module's only global is a test hook.
 """RecordBatchBuilder: Java's ``MemoryRecordsBuilder`` for RecordBatch v2 (magic 2).
 
 Wire schema (all integers big-endian; varints zigzag-encoded, as ``DefaultRecord`` writes them):

@@ -1,4 +1,7 @@
 # cython: wraparound=True
+# cython: freethreading_compatible=True
+# Free-threaded Python: no shared state: it reads the batch of a builder its caller
+# holds (under the partition deque's native mutex, as the builder).
 """The record reader: a RecordBatch v2 back into its records (Java's ``DefaultRecordBatch``
 iteration, for the producer's own needs).
 

@@ -1,3 +1,6 @@
+# cython: freethreading_compatible=True
+# Free-threaded Python: no shared state: pure functions over the caller's buffer (the CPU check
+# runs once, at import).
 """CRC-32C (Castagnoli) over any C-contiguous buffer, without copying it.
 
 Kafka's RecordBatch v2 carries a CRC-32C of everything from ``attributes`` to the batch's end.

@@ -1,3 +1,5 @@
+# cython: freethreading_compatible=True
+# Free-threaded Python: the lock is the native mutex; it has no other state.
 """FastLock: a plain (non-reentrant) lock over the native mutex (native_mutex.h).
 
 Its uncontended path is two C calls, no Python lock object; it blocks with the GIL released, so

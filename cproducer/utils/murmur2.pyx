@@ -1,3 +1,5 @@
+# cython: freethreading_compatible=True
+# Free-threaded Python: no shared state: pure functions over the caller's keys.
 """Java's murmur2 and the keyed partition choice, one key or many in one call.
 
 ``partition_for_key(key, n)`` is ``toPositive(murmur2(key)) % n``: the partition the Java client

@@ -1,3 +1,6 @@
+# cython: freethreading_compatible=True
+# Free-threaded Python: every shared field is read and written under the pool's native mutex (the
+# observables unallocated_memory, queued and free_buffers read one word without it).
 """BufferPool: Java's ``producer.internals.BufferPool``.
 
 A pool of ``buffer.memory`` bytes. Buffers of exactly ``poolable_size`` (``batch.size``) are kept

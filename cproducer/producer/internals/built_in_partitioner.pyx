@@ -1,3 +1,5 @@
+# cython: freethreading_compatible=False
+# Free-threaded Python: keeps the GIL. The sticky partition's compare-and-set relies on it.
 """BuiltInPartitioner: Java's KIP-794 strictly uniform sticky partitioner (one per topic).
 
 Unkeyed records stick to one partition. ``update_partition_info`` counts the bytes produced to it

@@ -1,3 +1,6 @@
+# cython: freethreading_compatible=False
+# Free-threaded Python: keeps the GIL. A result's fields are written by the I/O
+# thread before ``completed`` and read after it without a lock; that ordering relies on the GIL.
 """What a producer gives back per record: RecordMetadata, and the futures behind it.
 
 Java's ``ProduceRequestResult`` (one per batch, completed once with the base offset or an error),

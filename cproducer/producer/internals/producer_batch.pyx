@@ -1,4 +1,7 @@
 # cython: wraparound=True
+# cython: freethreading_compatible=False
+# Free-threaded Python: keeps the GIL. The Sender updates a batch's attempts and
+# final state without a lock (only the callbacks are under its FastLock).
 """ProducerBatch: one batch of one partition (Java's ``ProducerBatch``).
 
 It owns its ``RecordBatchBuilder`` (writing into a pooled buffer), its records' callbacks and its

@@ -1,4 +1,8 @@
 # cython: wraparound=True
+# cython: freethreading_compatible=False
+# Free-threaded Python: keeps the GIL. The appends- and flushes-in-progress counters (Java's
+# AtomicInteger) are plain ints updated without a lock, and it calls the partitioner, which keeps
+# the GIL.
 """RecordAccumulator: Java's ``RecordAccumulator``, the batching half of the producer.
 
 Records are appended into per-partition deques of ``ProducerBatch`` (each deque under its own
