@@ -30,6 +30,7 @@ from cproducer.producer.internals.produce_request_result cimport (FutureRecordMe
                                                                   ProduceRequestResult)
 from cproducer.record.record_batch_builder cimport RECORDS_OFFSET, RecordBatchBuilder
 from cproducer.utils.fast_lock cimport FastLock
+from cproducer.utils.memory_budget cimport MemoryBudget
 
 from cproducer.cluster import TopicPartition
 from cproducer.record import compression
@@ -173,6 +174,8 @@ cdef class RecordAccumulator:
         self.retry_backoff_max_ms = retry_backoff_max_ms
         self.delivery_timeout_ms = delivery_timeout_ms
         self.pool = buffer_pool
+        # what a batch holds beyond its pooled buffer is charged to the pool too
+        self._budget = buffer_pool if isinstance(buffer_pool, MemoryBudget) else None
         self.adaptive = partitioner_adaptive_partitioning_enable
         self.availability_timeout_ms = partitioner_availability_timeout_ms
         self.transaction_manager = transaction_manager
@@ -339,7 +342,8 @@ cdef class RecordAccumulator:
     cdef ProducerBatch _make_batch(self, PartitionDeque dq, buffer, long long now):
         cdef TopicInfo ti = self._topic_info(dq.tp[0])
         builder = RecordBatchBuilder(buffer, self.compression_type, self.batch_size, -1, -1, -1,
-                                     False, ti.compression_ratio, self.compression_level)
+                                     False, ti.compression_ratio, self.compression_level,
+                                     self._budget)
         cdef ProducerBatch batch = ProducerBatch(dq.tp, builder, now)
         batch.pooled_buffer = buffer
         return batch
@@ -677,13 +681,16 @@ cdef class RecordAccumulator:
 
     def deallocate(self, ProducerBatch batch):
         """The batch is done: out of the incomplete set, its pooled buffer back to the pool
-        (once; split batches' buffers never came from the pool)."""
+        (once; split batches' buffers never came from the pool), its private buffers freed and
+        their charge given back (its records' completion state went at completion)."""
         cdef FastLock lock = self.incomplete_lock
         lock.acquire_c()
         try:
             self.incomplete.discard(batch)
         finally:
             lock.release_c()
+        # what the batch held beyond its buffer (a grown or compressed copy) goes back too
+        batch.builder.release_memory()
         buf = batch.pooled_buffer
         if buf is None:
             if not batch.is_splitting_batch:
