@@ -15,7 +15,8 @@ from cproducer.cluster import TopicPartition
 from cproducer.errors import BufferExhaustedError
 from cproducer.producer.internals.buffer_pool import BufferPool
 from cproducer.producer.internals.producer_batch import ProducerBatch
-from cproducer.record.record_batch_builder import CODEC_LZ4, CODEC_NONE, RecordBatchBuilder
+from cproducer.record.compression import CODEC_LZ4, CODEC_NONE
+from cproducer.record.record_batch_builder import RecordBatchBuilder
 
 TP = TopicPartition("t", 0)
 
