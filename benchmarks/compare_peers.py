@@ -12,8 +12,8 @@ ratios to confluent-kafka. ``--buffer-memory`` is cproducer's ``buffer.memory`` 
 R times, alternating, and prints the medians. ``--transactions K``: every client (confluent,
 send, send_many) commits a transaction every K records instead.
 
-``send_many`` sends 10,000-record chunks; ``--send-many-input arrow`` (the default) passes
-pyarrow binary arrays, ``lists`` Python lists.
+``send_many`` sends chunks of 10,000 records (at most 4 MiB of values); ``--send-many-input
+arrow`` (the default) passes pyarrow binary arrays, ``lists`` Python lists.
 
     python benchmarks/compare_peers.py [--records 300000] [--clients confluent,send,send_many,...]
                                        [--value-size 100] [--buffer-memory 33554432]
@@ -39,6 +39,7 @@ TXN_RECORDS = 0  # records per transaction (0: no transactions)
 VALUE_SIZE = 100
 BUFFER_MEMORY = 33554432
 SEND_MANY_INPUT = "arrow"
+SEND_MANY_CHUNK_BYTES = 4 * 1048576
 
 
 def _txn_config() -> Dict[str, Any]:
@@ -187,7 +188,10 @@ def run_cproducer_send(bootstrap: str, topic: str, n: int, warm: int) -> Dict[st
 
 def run_cproducer_send_many(bootstrap: str, topic: str, n: int, warm: int) -> Dict[str, Any]:
     keys, value = _workload(n)
-    chunk = TXN_RECORDS or 10_000  # with transactions: one send_many per transaction
+    # with transactions: one send_many per transaction; else calls of 10,000 records, or of
+    # 4 MiB of values for large records (the input arrays are the caller's memory, not the
+    # producer's: 10,000 x 10 kB would be 100 MB of them)
+    chunk = TXN_RECORDS or max(1, min(10_000, SEND_MANY_CHUNK_BYTES // VALUE_SIZE))
     all_keys: Any = [keys[i % DISTINCT_KEYS] for i in range(chunk)]
     values: Any = [value] * chunk
     if SEND_MANY_INPUT == "arrow":
