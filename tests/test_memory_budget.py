@@ -102,6 +102,7 @@ def test_without_memory_for_growth_the_batch_is_full_at_its_buffer() -> None:
     b = _lz4_builder(pool)
     n = _fill(b, b"v" * 100)
     assert b.charged_memory == 0 and b.uncompressed_size <= 1024 and n == 8
+    assert b.is_full  # sendable at once
     pool_only = BufferPool(1 << 20, 1024)
     assert _fill(_lz4_builder(pool_only), b"v" * 100) > 8  # with memory it grows
 
@@ -146,6 +147,23 @@ def test_a_batch_without_memory_for_more_thunks_is_full() -> None:
         appended += 1
     # the first record's thunks cannot be refused (16 of them, in debt); the 17th is refused
     assert appended == 16 and pool.available_memory < 0
-    assert batch.try_append(99, None, b"v", None, None, 0) is not None  # no callback: fits
+    # refused once, the batch is full for good: ready() sends it at once, freeing memory
+    assert batch.is_full() and batch.try_append(99, None, b"v", None, None, 0) is None
     batch.complete(0, -1)
     assert pool.available_memory == 0
+
+
+def test_a_batch_charges_its_own_objects_and_gives_them_back_with_its_buffer() -> None:
+    from cproducer.producer.internals.record_accumulator import (
+        BATCH_OVERHEAD_BYTES,
+        RecordAccumulator,
+    )
+
+    pool = BufferPool(1 << 20, 1024)
+    acc = RecordAccumulator(1024, CODEC_NONE, 5, 100, 1000, 120_000, pool)
+    acc.append("t", 0, 0, b"k", b"v", None, None, 1000.0, False, 0, None)
+    (batch,) = acc.incomplete_batches()
+    assert pool.available_memory == (1 << 20) - 1024 - BATCH_OVERHEAD_BYTES
+    batch.complete(0, -1)
+    acc.deallocate(batch)
+    assert pool.available_memory == 1 << 20 and pool.free_buffers == 1

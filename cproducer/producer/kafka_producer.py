@@ -228,6 +228,8 @@ class KafkaProducer:
             clock=clock,
             batch_time_ms=self._batch_time_ms,
         )
+        # a send about to wait for memory wakes the Sender: sending is what frees it
+        self._accumulator.memory_wait_hook = self._sender.wakeup
         self._fast: Optional[FastSend] = None
         if (
             not self._interceptors

@@ -424,6 +424,8 @@ cdef class RecordBatchBuilder:
                 # estimated compressed size stays within batch.size (Java's stream grows too),
                 # on memory from the budget; without it the batch is full
                 if not self._grow(self._pos + total):
+                    # full: sendable at once (ready() sees it), its memory soon back
+                    self._appends_closed = True
                     return -1
         elif self._pos + total > self._capacity:
             raise BufferError(

@@ -100,7 +100,9 @@ cdef class ProducerBatch:
         cdef FutureRecordMetadata fut
         if (callback is not None and len(self.thunks) == self.thunk_capacity
                 and self.builder._count > 0 and not self._grow_thunks(True)):
-            return None  # no memory for the record's completion state: the batch is full
+            # no memory for the record's completion state: the batch is full (and sendable)
+            close_for_record_appends(self.builder)
+            return None
         rel = self.builder.try_append(timestamp, key, value, headers)
         if rel < 0:
             return None
