@@ -20,7 +20,7 @@ from cproducer.errors import (
 )
 from cproducer.producer.internals.buffer_pool import BufferPool
 from cproducer.producer.internals.producer_batch import ProducerBatch
-from cproducer.producer.internals.record_accumulator import RecordAccumulator
+from cproducer.producer.internals.record_accumulator import BATCH_OVERHEAD_BYTES, RecordAccumulator
 from cproducer.record.record_batch_builder import RecordBatchBuilder
 
 N1, N2 = Node(1, "a", 1), Node(2, "b", 1)
@@ -98,9 +98,10 @@ def test_a_retry_skips_its_backoff_once_its_partition_has_a_newer_leader() -> No
 
 
 def test_memory_exhaustion_blocks_appender_and_makes_partition_ready() -> None:
-    a, c = acc(batch_size=1024, linger=10_000, memory=2048), cluster()
+    # room for two batches: their buffers and their own objects (charged too)
+    a, c = acc(batch_size=1024, linger=10_000, memory=2 * (1024 + BATCH_OVERHEAD_BYTES)), cluster()
     append(a, c, 0)
-    append(a, c, 1)  # both pooled buffers in use
+    append(a, c, 1)  # both batches' memory in use
     done = threading.Event()
     results: List[Any] = []
 
@@ -463,14 +464,15 @@ def test_close_refuses_appends_and_makes_everything_sendable() -> None:
         append(a, c, 0)
     with pytest.raises(ProducerClosedError):
         append(a, c, 3)  # a new batch is refused too; its memory goes back
-    assert a.pool.available_memory == (1 << 20) - 1024
+    assert a.pool.available_memory == (1 << 20) - 1024 - BATCH_OVERHEAD_BYTES  # the first batch
 
 
 def test_deallocate_returns_pooled_memory_once_split_batches_never() -> None:
     a, c = acc(batch_size=1024, linger=0, memory=8192), cluster(2, leaders={0: N1, 1: N1})
     append(a, c, 0)
     append(a, c, 1)
-    assert a.pool.available_memory == 8192 - 2048 and a.has_incomplete()
+    in_use = 2 * (1024 + BATCH_OVERHEAD_BYTES)  # two buffers, two batches' objects
+    assert a.pool.available_memory == 8192 - in_use and a.has_incomplete()
     batches = a.drain(c, {1}, 1 << 20, 0)[1]
     for b in batches:
         b.complete(0, -1)

@@ -54,6 +54,7 @@ from cproducer.record.record_batch_builder import (
 from cproducer.security.login import sasl_login_from_config
 from cproducer.security.password import reveal
 from cproducer.security.sasl_authenticator import SaslClientAuthenticator
+from cproducer.utils.memory_budget import release_free_memory
 from cproducer.utils.murmur2 import partition_for_key
 from cproducer.utils.time import SYSTEM_CLOCK, as_clock
 
@@ -62,6 +63,7 @@ log = logging.getLogger("cproducer.producer.kafka_producer")
 _TOPIC_RE = re.compile(r"[a-zA-Z0-9._-]+")
 _MAX_TOPIC_LENGTH = 249
 _BYTES_TYPES = (bytes, bytearray, memoryview)
+_MEMORY_RELEASE_INTERVAL_S = 1.0
 
 
 def _check_topic(topic: Any) -> None:
@@ -134,6 +136,7 @@ class KafkaProducer:
             self._partitioner.configure(cfg.as_dict())
         self._closed = False
         self._close_lock = threading.Lock()
+        self._last_memory_release = -_MEMORY_RELEASE_INTERVAL_S
         self._valid_topics: Set[str] = set()
 
         self._metadata = ProducerMetadata(
@@ -247,6 +250,8 @@ class KafkaProducer:
             clock=clock,
             batch_time_ms=self._batch_time_ms,
         )
+        # a send about to wait for memory wakes the Sender: sending is what frees it
+        self._accumulator.memory_wait_hook = self._sender.wakeup
         self._fast: Optional[FastSend] = None
         if (
             not self._interceptors
@@ -706,6 +711,13 @@ class KafkaProducer:
         self._sender.wakeup()
         if not self._accumulator.await_flush_completion(timeout):
             raise errors.KafkaTimeoutError(f"flush did not complete within {timeout} s")
+        # The pool keeps its free batch buffers (as Java's does); what finished batches freed
+        # besides (grown and compressed copies) sits in the C allocator: hand it back to the
+        # OS, at most once a second (a transaction per few records flushes very often)
+        now = time.monotonic()
+        if now - self._last_memory_release >= _MEMORY_RELEASE_INTERVAL_S:
+            self._last_memory_release = now
+            release_free_memory()
 
     def close(self, timeout: Optional[float] = None) -> None:
         """Send what was accepted, then stop. ``timeout=0``: abort pending records (each callback

@@ -204,6 +204,9 @@ def append_columns(RecordAccumulator acc, str topic, Column values, Column keys,
                 if batch is not None and pos > seg_start:
                     batch.add_segment((batch_future, order, seg_start, pos, seg_rel))
                     batch.last_append_time = now
+                    # registered once: if the allocation below fails, the error path must not
+                    # add these records again (the future would count them twice, never finish)
+                    seg_start = pos
                 dq.lock.release_c()
                 locked = False
                 if wake is not None and (acc.pool.queued > 0

@@ -9,6 +9,7 @@
 from libc.stdint cimport int16_t, int32_t, int64_t
 
 from cproducer.utils.byte_utils cimport varint_size
+from cproducer.utils.memory_budget cimport MemoryBudget
 
 
 # RecordBatch v2 header offsets (DefaultRecordBatch)
@@ -66,9 +67,14 @@ cdef class RecordBatchBuilder:
     cdef Py_ssize_t _size
     cdef double _ratio
     cdef object _level
+    cdef object _holder_mv       # the view of the caller's buffer (_mv may be a private one)
+    cdef MemoryBudget _budget    # where private buffers are charged (see memory_budget.pyx)
+    cdef Py_ssize_t _charged     # bytes charged to _budget now
+    cdef bint _released          # release_memory() was called: no buffer() any more
 
     cdef Py_ssize_t _estimated(self, Py_ssize_t uncompressed) noexcept
-    cdef void _grow(self, Py_ssize_t needed) except *
+    cdef bint _grow(self, Py_ssize_t needed) except -1
+    cdef void _release_charge(self) noexcept
     cdef int append_raw(self, int64_t timestamp, const unsigned char* key, Py_ssize_t key_len,
                         const unsigned char* value, Py_ssize_t value_len,
                         object headers) except -2

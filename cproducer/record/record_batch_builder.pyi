@@ -1,5 +1,7 @@
 from typing import Any, List, Optional, Sequence, Tuple, Union
 
+from cproducer.utils.memory_budget import MemoryBudget
+
 RECORD_BATCH_OVERHEAD: int
 COMPRESSION_RATE_ESTIMATION_FACTOR: float
 
@@ -25,6 +27,7 @@ class RecordBatchBuilder:
         is_transactional: bool = ...,
         compression_ratio_estimate: float = ...,
         compression_level: Optional[int] = ...,
+        memory_budget: Optional[MemoryBudget] = ...,
     ) -> None: ...
     def try_append(self, timestamp: int, key: Any, value: Any, headers: Headers = ...) -> int: ...
     def has_room_for(
@@ -36,6 +39,9 @@ class RecordBatchBuilder:
     def close_for_record_appends(self) -> None: ...
     def close(self) -> None: ...
     def buffer(self) -> memoryview: ...
+    def release_memory(self) -> None: ...
+    @property
+    def charged_memory(self) -> int: ...
     compression_ratio: float
     num_records: int
     size_in_bytes: int

@@ -48,6 +48,7 @@ from libc.stdint cimport int16_t, int32_t, int64_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 
 from cproducer.utils.crc32c cimport cp_crc32c_init, crc32c_update
+from cproducer.utils.memory_budget cimport MemoryBudget
 from cproducer.utils.byte_utils cimport (
     uvarint_size,
     varint_size,
@@ -60,6 +61,8 @@ from cproducer.utils.byte_utils cimport (
 )
 
 from cproducer.record import compression as _compression
+
+cdef MemoryBudget _UNLIMITED = MemoryBudget()  # builders made outside a producer
 
 cp_crc32c_init()
 
@@ -283,7 +286,8 @@ cdef class RecordBatchBuilder:
     def __init__(self, buffer, int compression_type=0, Py_ssize_t write_limit=-1,
                  long long producer_id=-1, int producer_epoch=-1, int base_sequence=-1,
                  bint is_transactional=False, double compression_ratio_estimate=1.0,
-                 compression_level=None):
+                 compression_level=None,
+                 MemoryBudget memory_budget=None):
         cdef Py_buffer* pb
         if compression_type not in _compression.NAMES:
             raise ValueError(
@@ -315,7 +319,11 @@ cdef class RecordBatchBuilder:
                 f"buffer too small: a batch needs at least {RECORDS_OFFSET} bytes, got {pb.len}"
             )
         self._holder = buffer
+        self._holder_mv = mv
         self._mv = mv
+        self._budget = _UNLIMITED if memory_budget is None else memory_budget
+        self._charged = 0
+        self._released = False
         self._buf = <unsigned char*>pb.buf
         self._capacity = pb.len
         self._write_limit = self._capacity if write_limit < 0 else write_limit
@@ -335,15 +343,49 @@ cdef class RecordBatchBuilder:
         self._ratio = compression_ratio_estimate
         self._level = compression_level  # None: the codec's default (KIP-390)
 
-    cdef void _grow(self, Py_ssize_t needed) except *:
+    cdef bint _grow(self, Py_ssize_t needed) except -1:
+        # A private buffer for uncompressed records that outgrow the caller's, charged to the
+        # memory budget; False (nothing changed) when the budget has no room for it now.
         cdef Py_ssize_t capacity = max(needed, 2 * self._capacity)
-        cdef object bigger = PyByteArray_FromStringAndSize(NULL, capacity)
-        cdef unsigned char* dst = <unsigned char*>PyByteArray_AS_STRING(bigger)
+        cdef object bigger
+        cdef unsigned char* dst
+        if not self._budget.try_reserve(capacity):
+            return False
+        try:
+            bigger = PyByteArray_FromStringAndSize(NULL, capacity)
+        except BaseException:
+            self._budget.release(capacity)
+            raise
+        dst = <unsigned char*>PyByteArray_AS_STRING(bigger)
         _copy(dst, self._buf, self._pos)
-        # the caller's buffer stays referenced by _holder (it goes back to the pool as usual)
+        # the caller's buffer stays referenced by _holder (it goes back to the pool as usual);
+        # an earlier private buffer is freed here, and its charge given back
         self._mv = memoryview(bigger)
         self._buf = dst
         self._capacity = capacity
+        self._release_charge()
+        self._charged = capacity
+        return True
+
+    cdef void _release_charge(self) noexcept:
+        if self._charged:
+            self._budget.release(self._charged)
+            self._charged = 0
+
+    def release_memory(self):
+        """Free the private buffers (grown records, compressed output) and give their charge
+        back to the memory budget: the batch is done. ``buffer()`` raises from now on."""
+        self._out = None
+        self._mv = self._holder_mv
+        self._buf = <unsigned char*>PyMemoryView_GET_BUFFER(self._holder_mv).buf
+        self._capacity = PyMemoryView_GET_BUFFER(self._holder_mv).len
+        self._release_charge()
+        self._released = True
+
+    @property
+    def charged_memory(self):
+        """Bytes this builder holds beyond the caller's buffer, charged to its memory budget."""
+        return self._charged
 
     cdef Py_ssize_t _estimated(self, Py_ssize_t uncompressed) noexcept:
         # Java's estimatedBytesWritten for ``uncompressed`` bytes of records
@@ -382,8 +424,12 @@ cdef class RecordBatchBuilder:
                 if self._codec == 0:
                     return -1
                 # compressed: the uncompressed records may outgrow the caller's buffer while the
-                # estimated compressed size stays within batch.size (Java's stream grows too)
-                self._grow(self._pos + total)
+                # estimated compressed size stays within batch.size (Java's stream grows too),
+                # on memory from the budget; without it the batch is full
+                if not self._grow(self._pos + total):
+                    # full: sendable at once (ready() sees it), its memory soon back
+                    self._appends_closed = True
+                    return -1
         elif self._pos + total > self._capacity:
             raise BufferError(
                 f"buffer too small for this record: need {RECORDS_OFFSET + total} bytes, "
@@ -509,12 +555,15 @@ cdef class RecordBatchBuilder:
     def close(self):
         """Compress the records (when a codec is set), fill the header and the CRC. Idempotent.
 
-        The compressed records go back over the uncompressed ones in the same buffer when they
-        fit; otherwise (incompressible data) the batch moves to a new bytearray. An empty builder
-        closes to a 61-byte header with no records.
+        The compressed records go into the caller's buffer when they fit (a private buffer the
+        uncompressed records had grown into is freed, its charge given back: a sent batch holds
+        what Java's would, about batch.size), else over the uncompressed ones in the private
+        buffer; otherwise (incompressible data) into a new bytearray, charged to the memory
+        budget. An empty builder closes to a 61-byte header with no records.
         """
         cdef Py_ssize_t n
         cdef Py_buffer cb
+        cdef Py_buffer* holder
         cdef unsigned char* dst
         if self._closed:
             return
@@ -524,14 +573,22 @@ cdef class RecordBatchBuilder:
                 compressed = _compression.compress(self._codec, raw, self._level)
             finally:
                 raw.release()
+            holder = PyMemoryView_GET_BUFFER(self._holder_mv)
             PyObject_GetBuffer(compressed, &cb, PyBUF_SIMPLE)
             try:
                 n = cb.len
+                if self._mv is not self._holder_mv and RECORDS_OFFSET + n <= holder.len:
+                    self._mv = self._holder_mv  # the private buffer goes
+                    self._buf = <unsigned char*>holder.buf
+                    self._capacity = holder.len
+                    self._release_charge()
                 if RECORDS_OFFSET + n <= self._capacity:
                     dst = self._buf + RECORDS_OFFSET
                 else:
                     self._out = PyByteArray_FromStringAndSize(NULL, RECORDS_OFFSET + n)
                     dst = <unsigned char*>PyByteArray_AS_STRING(self._out) + RECORDS_OFFSET
+                    self._budget.force_reserve(RECORDS_OFFSET + n)
+                    self._charged += RECORDS_OFFSET + n
                 _copy(dst, cb.buf, n)
             finally:
                 PyBuffer_Release(&cb)
@@ -545,6 +602,8 @@ cdef class RecordBatchBuilder:
         """The finished batch (after close()): a view, no copy."""
         if not self._closed:
             raise RuntimeError("close() the builder before taking its buffer")
+        if self._released:
+            raise RuntimeError("the batch's memory was released (release_memory())")
         if self._out is not None:
             return memoryview(self._out)
         return self._mv[:self._size]

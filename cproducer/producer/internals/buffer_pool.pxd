@@ -5,6 +5,8 @@ cimport cython
 from cpython.pythread cimport PyThread_type_lock
 from cpython.ref cimport PyObject
 
+from cproducer.utils.memory_budget cimport MemoryBudget
+
 
 @cython.final
 cdef class _Waiter:
@@ -15,7 +17,7 @@ cdef class _Waiter:
 
 
 @cython.final
-cdef class BufferPool:
+cdef class BufferPool(MemoryBudget):
     cdef readonly long long total_memory
     cdef readonly Py_ssize_t poolable_size
     cdef long long _non_pooled_available

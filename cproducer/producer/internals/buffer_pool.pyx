@@ -20,6 +20,12 @@ buffer goes round without any allocation (allocate + deallocate: ~20 ns through 
 from Python).
 
 Buffers are handed out uninitialised (their content is whatever was there before).
+
+The pool is also the producer's ``MemoryBudget``: what a batch holds beyond its buffer (its
+uncompressed records when they outgrow it, its records' completion state) is charged here with
+``try_reserve`` (never waits; "no" makes the batch full), ``force_reserve`` (may run into debt:
+allocations then wait until enough comes back) and ``release``. So ``buffer.memory`` bounds all
+the memory held for records not yet acknowledged, as Java promises.
 """
 
 import time
@@ -43,6 +49,7 @@ from cpython.pythread cimport (
     PyThread_type_lock,
 )
 
+from cproducer.utils.memory_budget cimport MemoryBudget
 from cproducer.utils.native_mutex cimport (cp_mutex, cp_mutex_acquire, cp_mutex_free,
                                            cp_mutex_new, cp_mutex_unlock)
 
@@ -92,7 +99,7 @@ cdef class _Waiter:
 
 
 @cython.final
-cdef class BufferPool:
+cdef class BufferPool(MemoryBudget):
     """``BufferPool(total_memory, poolable_size)``: ``buffer.memory`` bytes, ``batch.size``
     buffers recycled. Thread-safe."""
 
@@ -259,11 +266,12 @@ cdef class BufferPool:
                             buffer = self._pop_free()
                             accumulated = size
                         else:
-                            # may get only part of it this time round
+                            # may get only part of it this time round (none while in debt)
                             self._free_up(size - accumulated)
                             got = min(size - accumulated, self._non_pooled_available)
-                            self._non_pooled_available -= got
-                            accumulated += got
+                            if got > 0:
+                                self._non_pooled_available -= got
+                                accumulated += got
                     completed = outcome == _OK
                 finally:
                     if not completed:
@@ -321,7 +329,8 @@ cdef class BufferPool:
                     > self.total_memory)
         if not too_much:
             try:
-                if pooled:
+                # in debt (force_reserve), the buffer's memory repays it instead of being pooled
+                if pooled and self._non_pooled_available >= 0:
                     self._push_free(buffer)
                 else:
                     self._non_pooled_available += size
@@ -336,6 +345,53 @@ cdef class BufferPool:
             f"buffer.memory ({self.total_memory} bytes): was this buffer returned twice, or did "
             "it not come from this pool?"
         )
+
+    # -- the MemoryBudget: memory a batch holds beyond its buffer ----------------------------
+
+    cdef bint try_reserve(self, Py_ssize_t n) noexcept:
+        # only when free now and nobody waits (a waiter must not be overtaken)
+        cdef bint ok = False
+        self._lock()
+        if (not self._closed and PyList_GET_SIZE(self._waiters) == 0
+                and self._non_pooled_available
+                + self._free_count * <long long>self.poolable_size >= n):
+            self._free_up(n)
+            self._non_pooled_available -= n
+            ok = True
+        self._unlock()
+        return ok
+
+    cdef void force_reserve(self, Py_ssize_t n) noexcept:
+        self._lock()
+        self._free_up(n)
+        self._non_pooled_available -= n  # may go below 0: allocations wait until it is repaid
+        self._unlock()
+
+    cdef void release(self, Py_ssize_t n) noexcept:
+        self._lock()
+        self._non_pooled_available += n
+        if PyList_GET_SIZE(self._waiters) > 0:
+            (<_Waiter>self._waiters[0]).signal()
+        self._unlock()
+
+    def try_reserve_memory(self, Py_ssize_t n):
+        """Take ``n`` bytes of the budget if they are free now and no allocation waits (True),
+        else take nothing (False). Never blocks."""
+        if n < 0:
+            raise ValueError(f"try_reserve_memory: n must be >= 0, got {n}")
+        return self.try_reserve(n)
+
+    def force_reserve_memory(self, Py_ssize_t n):
+        """Take ``n`` bytes of the budget even past buffer.memory (allocations then wait)."""
+        if n < 0:
+            raise ValueError(f"force_reserve_memory: n must be >= 0, got {n}")
+        self.force_reserve(n)
+
+    def release_memory(self, Py_ssize_t n):
+        """Give back ``n`` bytes taken with try_reserve_memory / force_reserve_memory."""
+        if n < 0:
+            raise ValueError(f"release_memory: n must be >= 0, got {n}")
+        self.release(n)
 
     def close(self):
         """Refuse further allocations and wake every waiter (each raises

@@ -47,6 +47,7 @@ cdef class ProducerBatch:
     cdef public long long backoff_ms
     cdef public int leader_epoch  # its partition's leader epoch when last drained (-1: unknown)
     cdef FastLock _lock
+    cdef Py_ssize_t _thunk_charge  # bytes of the thunks charged to the builder's memory budget
 
     cdef object _try_append(self, long long timestamp, object key, object value, object headers,
                             object callback, long long now)
@@ -55,6 +56,8 @@ cdef class ProducerBatch:
                     object record_exceptions, int state) except *
     cdef int _push_thunk(self, Py_ssize_t at, int rel, int key_size, int value_size,
                          int header_size, long long timestamp, object fn) except -1
+    cdef int _grow_thunks(self, bint may_refuse) except -1
+    cdef void _free_thunks(self) noexcept
 
 
 # Java's closeForRecordAppends: the builder reports full and takes no more records, even its

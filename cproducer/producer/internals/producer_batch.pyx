@@ -46,6 +46,10 @@ FINAL_STATE_NAMES = {
 }
 
 
+# what one record's completion state costs: its thunk and its slot in the list of callbacks
+cdef Py_ssize_t THUNK_BYTES = sizeof(RecordThunk) + sizeof(void*)
+
+
 cdef inline int _size_of(object obj) except -2:
     return -1 if obj is None else len(obj)
 
@@ -96,8 +100,14 @@ cdef class ProducerBatch:
     cdef object _try_append(self, long long timestamp, object key, object value,
                             object headers, object callback, long long now):
         cdef int before = self.builder._pos
-        cdef int rel = self.builder.try_append(timestamp, key, value, headers)
+        cdef int rel
         cdef FutureRecordMetadata fut
+        if (callback is not None and len(self.thunks) == self.thunk_capacity
+                and self.builder._count > 0 and not self._grow_thunks(True)):
+            # no memory for the record's completion state: the batch is full (and sendable)
+            close_for_record_appends(self.builder)
+            return None
+        rel = self.builder.try_append(timestamp, key, value, headers)
         if rel < 0:
             return None
         if self.builder._pos - before > self.max_record_size:
@@ -115,15 +125,8 @@ cdef class ProducerBatch:
         # insert fn and its record at index ``at`` of the thunks (the batch's lock held, or the
         # batch not yet shared)
         cdef Py_ssize_t n = len(self.thunks)
-        cdef Py_ssize_t cap
-        cdef RecordThunk* data
         if n == self.thunk_capacity:
-            cap = 16 if n < 8 else 2 * n
-            data = <RecordThunk*>PyMem_Realloc(self.thunk_data, cap * sizeof(RecordThunk))
-            if data == NULL:
-                raise MemoryError("cannot grow a batch's callback list")
-            self.thunk_data = data
-            self.thunk_capacity = cap
+            self._grow_thunks(False)
         if at < n:
             memmove(&self.thunk_data[at + 1], &self.thunk_data[at], (n - at) * sizeof(RecordThunk))
         self.thunk_data[at].rel = rel
@@ -134,9 +137,48 @@ cdef class ProducerBatch:
         self.thunks.insert(at, fn)
         return 0
 
-    def __dealloc__(self):
+    cdef int _grow_thunks(self, bint may_refuse) except -1:
+        # Room for more thunks, its memory (the C array and the list's slots) charged to the
+        # builder's memory budget: 1, or 0 when may_refuse and the budget has no room now.
+        cdef Py_ssize_t n = self.thunk_capacity
+        cdef Py_ssize_t cap = 16 if n < 8 else 2 * n
+        cdef Py_ssize_t charge = (cap - n) * THUNK_BYTES
+        cdef RecordThunk* data
+        if may_refuse:
+            if not self.builder._budget.try_reserve(charge):
+                return 0
+        else:
+            self.builder._budget.force_reserve(charge)
+        data = <RecordThunk*>PyMem_Realloc(self.thunk_data, cap * sizeof(RecordThunk))
+        if data == NULL:
+            self.builder._budget.release(charge)
+            raise MemoryError("cannot grow a batch's callback list")
+        self.thunk_data = data
+        self.thunk_capacity = cap
+        self._thunk_charge += charge
+        return 1
+
+    cdef void _free_thunks(self) noexcept:
+        # the thunks are gone (run, moved or dropped): their memory and its charge go back
         PyMem_Free(self.thunk_data)
         self.thunk_data = NULL
+        self.thunk_capacity = 0
+        if self._thunk_charge:
+            self.builder._budget.release(self._thunk_charge)
+            self._thunk_charge = 0
+
+    def __dealloc__(self):
+        if self.builder is not None:
+            self._free_thunks()
+        else:
+            PyMem_Free(self.thunk_data)
+            self.thunk_data = NULL
+
+    @property
+    def charged_memory(self):
+        """Bytes this batch holds beyond its pooled buffer, charged to its memory budget: the
+        builder's private buffers and the records' completion state."""
+        return self.builder._charged + self._thunk_charge
 
     def try_append(self, long long timestamp, key, value, headers, callback, long long now_ms):
         """Append a record; its future, or None when the batch has no room for it.
@@ -206,6 +248,7 @@ cdef class ProducerBatch:
         cdef ProduceRequestResult r = self.result
         cdef Py_ssize_t i
         cdef list fns
+        cdef Py_ssize_t charge
         cdef RecordThunk* data
         cdef FastLock lock = self._lock
         lock.acquire_c()
@@ -217,9 +260,11 @@ cdef class ProducerBatch:
             self.final_state = state
             fns = self.thunks
             data = self.thunk_data
+            charge = self._thunk_charge
             self.thunks = []
             self.thunk_data = NULL
             self.thunk_capacity = 0
+            self._thunk_charge = 0
             segments = self.segments
             # set before the lock is released: a callback added from now on runs at once and
             # reads this outcome
@@ -241,6 +286,7 @@ cdef class ProducerBatch:
                     _run_callback(fns[i], None, r.error_for(data[i].rel))
         finally:
             PyMem_Free(data)
+            self.builder._budget.release(charge)
         tp = self.topic_partition
         for bf, order, start, end, first_rel in segments:
             try:
@@ -404,9 +450,7 @@ cdef class ProducerBatch:
             self.result.forward = forward
             self.final_state = STATE_SPLIT
             self.thunks = []
-            PyMem_Free(self.thunk_data)
-            self.thunk_data = NULL
-            self.thunk_capacity = 0
+            self._free_thunks()
             self.segments = []
             self.result.set(-1, -1, RecordTooLargeError(
                 f"the batch of {self.topic_partition} was split into {len(batches)} batches"

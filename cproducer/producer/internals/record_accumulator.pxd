@@ -59,6 +59,9 @@ cdef class RecordAccumulator:
     cdef object _jitter
     cdef str _last_topic
     cdef TopicInfo _last_ti
+    cdef object _budget  # the pool when it is a MemoryBudget (batches charge it), else None
+    # called before append() waits for memory (the producer wakes its Sender)
+    cdef public object memory_wait_hook
 
     cdef TopicInfo _topic_info(self, str topic)
     cdef object _try_append_dq(self, PartitionDeque dq, long long timestamp, key, value, headers,

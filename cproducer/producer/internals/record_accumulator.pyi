@@ -6,6 +6,7 @@ from cproducer.producer.internals.produce_request_result import FutureRecordMeta
 from cproducer.producer.internals.producer_batch import ProducerBatch
 from cproducer.utils.fast_lock import FastLock
 
+BATCH_OVERHEAD_BYTES: int
 RETRY_BACKOFF_EXP_BASE: int
 RETRY_BACKOFF_JITTER: float
 
@@ -71,6 +72,7 @@ class RecordAccumulator:
     closed: bool
     flushes_in_progress: int
     appends_in_progress: int
+    memory_wait_hook: Optional[Callable[[], None]]
     def __init__(
         self,
         batch_size: int,

@@ -1,0 +1,211 @@
+"""write_to_kafka on a real Spark standalone cluster: a master and two workers on loopback, so the
+executors are separate JVMs with their own Python workers, as in production. Every row is read
+back with librdkafka; an executor killed mid-write is survived through Spark's task retry."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from typing import Any, Dict, Iterator, List, Set, Tuple
+
+import pytest
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+from cproducer.localbroker import LocalBroker
+from cproducer.utils.murmur2 import partition_for_key
+from tests.integration.readback import read_back
+from tests.integration.spark_cluster import StandaloneCluster
+
+ROWS = 200_000
+TOPIC_PARTITIONS = 4
+SPARK_PARTITIONS = 8
+
+
+class Driver:
+    """The driver process (tests/integration/spark_cluster_driver.py): JSON lines both ways."""
+
+    def __init__(self, cluster: StandaloneCluster) -> None:
+        self._log = open(os.path.join(cluster.work_dir, "driver.log"), "ab")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.integration.spark_cluster_driver", cluster.url],
+            env=cluster.env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            text=True,
+        )
+        self._lines: queue.Queue = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def wait_ready(self, timeout_s: float = 180) -> None:
+        answer = self.answer(timeout_s)
+        assert answer.get("ready"), f"the driver did not start: {answer}"
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            if line.startswith("{"):
+                self._lines.put(json.loads(line))
+        self._lines.put({"error": f"the driver exited with code {self.proc.wait()}"})
+
+    def answer(self, timeout_s: float) -> Dict[str, Any]:
+        return self._lines.get(timeout=timeout_s)
+
+    def send(self, **cmd: Any) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(cmd) + "\n")
+        self.proc.stdin.flush()
+
+    def close(self) -> None:
+        try:
+            self.send(op="stop")
+            self.proc.wait(60)
+        except (OSError, subprocess.TimeoutExpired):
+            self.proc.kill()
+            self.proc.wait()
+        self._log.close()
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[StandaloneCluster]:
+    with StandaloneCluster(workers=2, cores=1, memory="1g") as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def driver(cluster: StandaloneCluster) -> Iterator[Driver]:
+    d = Driver(cluster)  # starts its session while the workers register
+    try:
+        cluster.wait_for_workers()
+        d.wait_ready()
+        yield d
+    finally:
+        d.close()
+
+
+def _write(driver: Driver, broker: LocalBroker, topic: str, **extra: Any) -> Dict[str, Any]:
+    driver.send(
+        op="write",
+        bootstrap=broker.bootstrap_servers,
+        topic=topic,
+        rows=ROWS,
+        partitions=SPARK_PARTITIONS,
+        **extra,
+    )
+    return driver.answer(300)
+
+
+def _attempts(progress_dir: str, what: str) -> Set[Tuple[int, int, int]]:
+    """(executor pid, partition, attempt) of every task attempt that reached ``what``."""
+    out = set()
+    for name in os.listdir(progress_dir):
+        kind, executor, partition, attempt = name.split("-")
+        if kind == what:
+            out.add((int(executor), int(partition), int(attempt)))
+    return out
+
+
+def _check_every_row(broker: LocalBroker, topic: str) -> int:
+    """Every row is in the topic, in its key's murmur2 partition; returns the duplicates."""
+    records = read_back(broker.bootstrap_servers, topic, TOPIC_PARTITIONS, ROWS, timeout_s=120)
+    values = [int(r.value) for r in records]
+    assert set(values) == set(range(ROWS)), f"{ROWS - len(set(values))} rows missing"
+    for r in records[:: max(1, len(records) // 5000)]:
+        assert r.key == r.value and r.partition == partition_for_key(r.key, TOPIC_PARTITIONS)
+    return len(values) - ROWS
+
+
+def _wait_for_a_row(broker: LocalBroker, topic: str, rows: range, timeout_s: float) -> bool:
+    """Whether a record whose value is in ``rows`` shows up in ``topic`` within ``timeout_s``."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap_servers,
+            "group.id": f"watch-{uuid.uuid4().hex[:8]}",
+            "enable.auto.commit": False,
+            "fetch.wait.max.ms": 20,
+        }
+    )
+    try:
+        consumer.assign(
+            [TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(TOPIC_PARTITIONS)]
+        )
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            for msg in consumer.consume(num_messages=10000, timeout=0.05):
+                if msg.error() is None and int(msg.value()) in rows:
+                    return True
+        return False
+    finally:
+        consumer.close()
+
+
+def test_every_row_once_from_executors_in_separate_jvms(cluster, driver, broker, tmp_path) -> None:
+    topic = f"cluster-{uuid.uuid4().hex[:10]}"
+    broker.create_topic(topic, TOPIC_PARTITIONS)
+    answer = _write(driver, broker, topic, progress_dir=str(tmp_path))
+    assert "error" not in answer, answer
+    assert answer["produced"] == answer["delivered"] == ROWS and answer["errors"] == 0
+    assert sorted(t[0] for t in answer["tasks"]) == list(range(SPARK_PARTITIONS))
+    # the tasks ran in both executors: JVMs of their own, one under each worker
+    executors = {e for e, _p, _a in _attempts(str(tmp_path), "end")}
+    by_worker = cluster.executors()
+    assert len(executors) == 2 and -1 not in executors, executors
+    assert all(len(set(pids) & executors) == 1 for pids in by_worker.values()), by_worker
+    assert _check_every_row(broker, topic) == 0
+
+
+def test_executor_killed_mid_write_retried_tasks_no_row_missing(
+    cluster, driver, broker, tmp_path, record_property
+) -> None:
+    """kill -9 of the executor running a task that has sent part of its rows: Spark reruns the
+    lost task elsewhere and the job completes. At-least-once: the rows the lost attempt had sent
+    are in the topic twice, nothing is missing."""
+    topic = f"cluster-kill-{uuid.uuid4().hex[:10]}"
+    broker.create_topic(topic, TOPIC_PARTITIONS)
+    progress = str(tmp_path)
+    # 25k rows per task in batches of 5000, 0.5 s before each: ~2.5 s per task
+    driver.send(
+        op="write",
+        bootstrap=broker.bootstrap_servers,
+        topic=topic,
+        rows=ROWS,
+        partitions=SPARK_PARTITIONS,
+        delay_s=0.5,
+        progress_dir=progress,
+    )
+    # the victim: a task attempt that starts after another one finished (a warm cluster), so it
+    # has its whole ~2.5 s ahead of it
+    victim = None
+    seen: Set[Tuple[int, int, int]] = set()
+    deadline = time.monotonic() + 240
+    while victim is None and time.monotonic() < deadline:
+        started = _attempts(progress, "start")
+        if seen and _attempts(progress, "end"):
+            fresh = sorted(started - seen, key=lambda t: t[1])
+            if fresh:
+                victim = fresh[0]
+        seen |= started
+        time.sleep(0.02)
+    assert victim is not None, "no task was seen starting"
+    # kill once the broker has rows of the victim's range: the lost attempt did send some
+    per_task = ROWS // SPARK_PARTITIONS
+    first = victim[1] * per_task
+    assert _wait_for_a_row(broker, topic, range(first, first + per_task), timeout_s=60)
+    assert victim not in _attempts(progress, "end"), "the task finished before the kill"
+    cluster.kill_executor(victim[0])
+    answer = driver.answer(300)
+    assert "error" not in answer, answer
+    assert answer["produced"] == answer["delivered"] == ROWS and answer["errors"] == 0
+    retried: List[List[Any]] = [t for t in answer["tasks"] if t[1] > 0]
+    assert [t[0] for t in retried] == [victim[1]], answer["tasks"]
+    duplicates = _check_every_row(broker, topic)
+    record_property("rows_written_twice", duplicates)
+    print(f"\nexecutor kill: partition {victim[1]} retried, {duplicates} rows written twice")
+    # the lost attempt's rows that reached the broker are there twice, and only those
+    assert 0 < duplicates <= per_task
