@@ -42,6 +42,15 @@ SEND_MANY_INPUT = "arrow"
 SEND_MANY_CHUNK_BYTES = 4 * 1048576
 
 
+LABELS = {
+    "confluent": "confluent-kafka produce + delivery callback",
+    "send": "cproducer send + callback",
+    "send_many": "cproducer send_many (lists, 10k per call)",
+    "kafka-python": "kafka-python send + callback",
+    "aiokafka": "aiokafka send",
+}
+
+
 def _txn_config() -> Dict[str, Any]:
     return {"transactional.id": f"peers-{os.getpid()}"} if TXN_RECORDS else {}
 
@@ -336,6 +345,7 @@ def main(argv: List[str] | None = None) -> int:
     ap.add_argument("--records", type=int, default=300_000)
     ap.add_argument("--clients", default=",".join(CLIENTS))
     ap.add_argument("--json", help="also write the results here")
+    ap.add_argument("--plot", metavar="DIR", help="write peers.json and peers.png into DIR")
     ap.add_argument("--transactions", type=int, default=0, metavar="K", help="commit every K")
     ap.add_argument("--value-size", type=int, default=100)
     ap.add_argument("--buffer-memory", type=int, default=33554432)
@@ -416,7 +426,73 @@ def main(argv: List[str] | None = None) -> int:
     if args.json:
         with open(args.json, "w") as fh:
             json.dump({"runs": runs, "medians": results}, fh, indent=2)
+    if args.plot:
+        stem = f"peers_txn{args.transactions}" if args.transactions else "peers"
+        machine = (
+            f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+        )
+        report = {
+            "records": args.records,
+            "workload": f"{args.records} x {args.value_size} B, {DISTINCT_KEYS} keys, lz4, "
+            f"linger 5 ms, acks=all, {PARTITIONS} partitions; {machine}",
+            "labels": {r["client"]: LABELS.get(r["client"], r["client"]) for r in results},
+            "results": results,
+        }
+        os.makedirs(args.plot, exist_ok=True)
+        with open(os.path.join(args.plot, f"{stem}.json"), "w") as fh:
+            json.dump(report, fh, indent=2)
+            fh.write("\n")
+        plot(report, os.path.join(args.plot, f"{stem}.png"))
     return 0 if all("error" not in r for r in results) else 1
+
+
+def plot(report: Dict[str, Any], path: str) -> None:
+    """Two bar charts side by side: msg/s and client CPU per message, each bar labelled with its
+    ratio to confluent-kafka's (when confluent ran)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
+
+    n = report["records"]
+    done = [r for r in report["results"] if "error" not in r]
+    labels = [report["labels"][r["client"]] for r in done]
+    rates = [n / r["wall_s"] for r in done]
+    cpus = [r["cpu_s"] / n * 1e6 for r in done]
+    base = next((i for i, r in enumerate(done) if r["client"] == "confluent"), None)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 0.55 * len(done) + 1.6), sharey=True)
+    ys = list(range(len(done)))[::-1]
+    colors = ["#8c8c8c" if r["client"] in ("confluent", "kafka-python", "aiokafka") else "#2a7ab9"
+              for r in done]  # fmt: skip
+    for ax, values, title, fmt in (
+        (left, rates, "messages per second (higher is better)", "{:,.0f}"),
+        (right, cpus, "client CPU µs per message (lower is better)", "{:.2f}"),
+    ):
+        ax.barh(ys, values, color=colors)
+        ax.set_title(title, fontsize=10)
+        ax.set_xlim(0, max(values) * 1.45)
+        for y, v in zip(ys, values):
+            text = fmt.format(v)
+            if base is not None:
+                text += f"  ({v / values[base]:.2f}x)"
+            ax.text(v, y, "  " + text, va="center", fontsize=8)
+        ax.tick_params(axis="x", labelsize=8)
+        ax.xaxis.set_major_locator(MaxNLocator(4))
+        ax.xaxis.set_major_formatter(FuncFormatter(_short_number))
+    left.set_yticks(ys)
+    left.set_yticklabels(labels, fontsize=9)
+    fig.suptitle(report["workload"], fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _short_number(value: float, _pos: int) -> str:
+    for limit, suffix in ((1e6, "M"), (1e3, "k")):
+        if abs(value) >= limit:
+            return f"{value / limit:g}{suffix}"
+    return f"{value:g}"
 
 
 if __name__ == "__main__":
