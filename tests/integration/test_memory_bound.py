@@ -6,8 +6,9 @@ uncompressed until their batch closes) connects and warms up; then the broker is
 ``send_many`` refuses. That call must have blocked for ``max.block.ms`` and raised
 ``BufferExhaustedError``; what the producer allocated meanwhile (tracemalloc: pooled buffers,
 grown and compressed copies, completion state, every Python object) and the RSS growth must stay
-within ``buffer.memory`` plus a fixed allowance. Then the broker resumes, every accepted record is
-acknowledged, and after ``flush()`` the memory beyond the pool's free buffers is handed back.
+within ``buffer.memory`` plus a fixed allowance (2 MiB traced, 8 MiB of RSS). Then the broker
+resumes, every accepted record is acknowledged, and after ``flush()`` the memory beyond the
+pool's free buffers is handed back.
 """
 
 from __future__ import annotations
@@ -133,8 +134,10 @@ def test_send_blocks_then_raises_and_never_holds_more_than_buffer_memory(
     # spent: the refusing call waited max.block.ms for memory, then raised
     assert r["refused"] == "BufferExhaustedError", r
     assert max_block_ms / 1000 * 0.9 <= r["blocked_s"] < max_block_ms / 1000 + 2, r
-    # everything held while the broker did not answer: within buffer.memory + allowances
-    assert r["traced_peak"] <= buffer_memory + 1 * MIB, r
+    # everything held while the broker did not answer: within buffer.memory + allowances (for
+    # what is not charged: a send_many call's own arrays, a compressed copy on its way into
+    # its batch, the protocol's buffers; the batches' debt of at most one allocation each)
+    assert r["traced_peak"] <= buffer_memory + 2 * MIB, r
     assert r["held_kb"] * 1024 <= buffer_memory + 8 * MIB, r
     # every accepted record is acknowledged once the broker answers
     assert r["delivered"] == r["accepted"] > 0, r
