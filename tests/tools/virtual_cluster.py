@@ -31,7 +31,8 @@ others in the request go to the broker), and from Produce v10 on the answer carr
 hints: the partition's ``CurrentLeader`` (id and epoch) and the new leader's ``NodeEndpoints``.
 ApiVersions advertises Produce up to ``max_produce_version`` (11, the proxy's own limit: v13
 names topics by id; 9 shows a client without the hints). ``metadata_requests`` counts Metadata
-requests per node; ``moved_at``/``first_not_leader``/``first_accepted`` time each move.
+requests per node; ``moved_at``/``first_not_leader``/``first_accepted`` time each move (the first
+NOT_LEADER_OR_FOLLOWER answer written to the client, the first Produce the new leader took).
 
 Answers are decoded and re-encoded with kafka-python's schema-generated classes (a test
 dependency), so this lives with the tests, not in the package.
@@ -260,7 +261,7 @@ class VirtualCluster:
                     frame, moved = self._check_leadership(node, version, frame)
                     if frame is None:  # no partition of the request is led here
                         answer = _encode(moved, PRODUCE, version, cid)
-                        await slots.put((cid, api_key, version, answer, None))
+                        await slots.put((cid, api_key, version, answer, moved))
                         continue
                 await slots.put((cid, api_key, version, None, moved))
                 await queue.put((api_key, frame))
@@ -297,6 +298,12 @@ class VirtualCluster:
                         await asyncio.sleep(delay[0] / 1000.0)
                 writer.write(_SIZE.pack(len(answer)) + answer)
                 await writer.drain()
+                if moved is not None:  # the client has its NOT_LEADER_OR_FOLLOWER now
+                    now = time.monotonic()
+                    for t in moved.responses:
+                        for p in t.partition_responses:
+                            if p.index in self.moved_at:
+                                self.first_not_leader.setdefault(p.index, now)
 
         tasks = [asyncio.ensure_future(t()) for t in (requests, service, responses)]
         try:
@@ -341,9 +348,6 @@ class VirtualCluster:
             return frame, None
         for _topic, parts in refused:
             self.not_leader_answers += len(parts)
-            for p in parts:
-                if p in self.moved_at:
-                    self.first_not_leader.setdefault(p, now)
         answer = self._not_leader_answer(refused, version)
         if not kept:
             return None, answer
