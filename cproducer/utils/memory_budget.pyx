@@ -1,3 +1,6 @@
+# cython: freethreading_compatible=False
+# Free-threaded Python: not declared safe yet (its accounting runs in the BufferPool under the
+# pool's native mutex, but that has not been reviewed for running without the GIL).
 """MemoryBudget: what a record batch charges for the memory it holds beyond its pooled buffer.
 
 Java's ``buffer.memory`` bounds what the producer holds for records not yet acknowledged. A batch
