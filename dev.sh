@@ -54,11 +54,12 @@ as_root() {
 
 docs() {
     setup
-    local out=build/docs
+    local out
+    out="$(pwd)/build/docs"
     rm -rf "$out"
     mkdir -p "$out/extra"
     # the benchmark history: asv's static site from the results kept in asv_bench/results
-    (cd asv_bench && "$VENV/bin/asv" publish --html-dir "../$out/extra/asv")
+    (cd asv_bench && "$VENV/bin/asv" publish --html-dir "$out/extra/asv")
     CPRODUCER_DOCS_EXTRA="$out/extra" "$VENV/bin/sphinx-build" -W --keep-going -q -b html docs "$out/html"
     if ! command -v chromium >/dev/null; then
         as_root apt-get update -q
