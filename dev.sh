@@ -100,6 +100,8 @@ wheel_test() {
     export CC=false CXX=false
     local path="$out/no-compiler:$out/venv/bin:$PATH"
     PATH="$path" "$out/venv/bin/python" -m pip install -q --only-binary=cproducer "$wheel[test]"
+    # the test extra's lint tools are not runtime dependencies: cython-lint brings Cython along
+    "$out/venv/bin/python" -m pip uninstall -q -y cython-lint Cython
     # 4. the tests, from a directory where the source tree's cproducer/ cannot be imported
     mkdir -p "$out/run"
     cp -r tests pyproject.toml "$out/run/"
