@@ -68,6 +68,7 @@ class ProducerMetadata:
         self._new_topics: Set[str] = set()
         self._need_full_update = False
         self._need_partial_update = False
+        self._list_all_topics = False  # the next request asks for every topic (one listing)
         self._last_refresh_ms = 0
         self._last_successful_refresh_ms = 0
         self._failed_attempts = 0
@@ -146,6 +147,14 @@ class ProducerMetadata:
                 self._need_full_update = True
             return self.version
 
+    def request_full_listing(self) -> int:
+        """The next update asks for every topic of the cluster (a listing: the updates after it
+        go back to the topics in use)."""
+        with self._lock:
+            self._list_all_topics = True
+            self._need_full_update = True
+            return self.version
+
     def update_requested(self) -> bool:
         return self._need_full_update or self._need_partial_update
 
@@ -205,6 +214,9 @@ class ProducerMetadata:
         """(request, is_partial): only new topics when just those are due, else all in use."""
         with self._lock:
             self._expire_idle_topics(self.topic_time_ms())
+            if self._list_all_topics:
+                self._list_all_topics = False
+                return MetadataRequest(None, False), False
             if self._need_partial_update and not self._need_full_update and self._new_topics:
                 return MetadataRequest(sorted(self._new_topics), True), True
             return MetadataRequest(sorted(self._topics), True), False
