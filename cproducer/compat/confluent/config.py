@@ -274,9 +274,7 @@ def translate(config: Mapping[str, Any]) -> FacadeConfig:
     )
     p["socket.connection.setup.timeout.ms"] = setup
     p["socket.connection.setup.timeout.max.ms"] = setup
-    idle = rd_int(
-        "connections.max.idle.ms", take("connections.max.idle.ms", 0), 0, _INT32_MAX
-    )
+    idle = rd_int("connections.max.idle.ms", take("connections.max.idle.ms", 0), 0, _INT32_MAX)
     p["connections.max.idle.ms"] = 2**62 if idle == 0 else idle  # 0: never closed for idleness
     p["reconnect.backoff.ms"] = rd_int(
         "reconnect.backoff.ms", take("reconnect.backoff.ms", 100), 0, 3600000
@@ -336,13 +334,11 @@ def translate(config: Mapping[str, Any]) -> FacadeConfig:
     linger = rd_float("linger.ms", take("linger.ms", 5), 0, 900000)
     p["linger.ms"] = int(math.floor(linger))  # whole milliseconds: sub-ms lingering rounds down
     p["batch.size"] = rd_int("batch.size", take("batch.size", 1000000), 1, _INT32_MAX)
-    p["batch.num.messages"] = rd_int(
+    hooks["batch_max_records"] = rd_int(
         "batch.num.messages", take("batch.num.messages", 10000), 1, 1000000
     )
     request_timeout = rd_int("request.timeout.ms", take("request.timeout.ms", 30000), 1, 900000)
-    delivery = rd_int(
-        "delivery.timeout.ms", take("delivery.timeout.ms", 300000), 0, _INT32_MAX
-    )
+    delivery = rd_int("delivery.timeout.ms", take("delivery.timeout.ms", 300000), 0, _INT32_MAX)
     if delivery == 0:
         delivery = _INT32_MAX  # librdkafka: 0 = no timeout
     elif delivery <= linger:

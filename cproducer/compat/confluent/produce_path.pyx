@@ -1,0 +1,255 @@
+"""The per-message work of the facade's ``produce()``: librdkafka's checks, queue accounting and
+partitioning, then cproducer's ``send`` with the message itself as the completion callback.
+
+Per message: str -> UTF-8, the queue limits (``BufferError`` when full, as librdkafka's
+``RD_KAFKA_RESP_ERR__QUEUE_FULL``), librdkafka's partitioner in C (CRC-32, murmur2 or FNV-1a of
+the key, or the topic's time-based sticky partition), one ``Message``, one ``send``. The partition
+is always chosen here and passed to ``send`` explicitly, so a key lands where librdkafka puts it.
+"""
+
+cimport cython
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.unicode cimport PyUnicode_AsUTF8String
+from libc.stdint cimport uint64_t
+from posix.time cimport CLOCK_MONOTONIC, CLOCK_REALTIME, clock_gettime, timespec
+
+from cproducer.compat.confluent.message cimport DeliveryReports, Message, new_message
+from cproducer.compat.confluent.partitioners cimport (
+    hashed_partition,
+    next_random,
+    takes_sticky,
+)
+
+from cproducer import errors as _errors
+from cproducer.compat.confluent.error import KafkaError, KafkaException, code_of
+from cproducer.compat.confluent.partitioners import kind_of, seed
+
+cdef int _MSG_SIZE_TOO_LARGE = 10
+cdef int _UNKNOWN_PARTITION = -190
+cdef int _MSG_TIMED_OUT = -192
+
+
+cdef inline long long _wall_ms() noexcept nogil:
+    cdef timespec ts
+    clock_gettime(CLOCK_REALTIME, &ts)
+    return <long long>ts.tv_sec * 1000 + ts.tv_nsec // 1000000
+
+
+cdef inline long long _mono_ms() noexcept nogil:
+    cdef timespec ts
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return <long long>ts.tv_sec * 1000 + ts.tv_nsec // 1000000
+
+
+@cython.final
+cdef class _Topic:
+    cdef int count
+    cdef long long version
+    cdef int sticky
+    cdef long long sticky_since_ms
+
+
+cdef object _utf8(object obj, str what):
+    if obj is None or type(obj) is bytes:
+        return obj
+    if type(obj) is str:
+        return PyUnicode_AsUTF8String(obj)
+    if isinstance(obj, bytes):
+        return bytes(obj)
+    if isinstance(obj, str):
+        return PyUnicode_AsUTF8String(obj)
+    raise TypeError(f"{what} must be str, bytes or None, got {type(obj).__name__}")
+
+
+cdef list _headers(object headers):
+    # confluent-kafka's forms: a list of (key, value) tuples or a dict; keys are str, values
+    # bytes, str (sent as UTF-8) or None
+    cdef list out = []
+    if isinstance(headers, list):
+        items = headers
+        for item in items:
+            if type(item) is not tuple or len(<tuple>item) != 2:
+                raise TypeError("Headers are expected to be a list of (key, value) tuples")
+    elif isinstance(headers, dict):
+        items = list((<dict>headers).items())
+    else:
+        raise TypeError(
+            f"expected headers to be dict or list of (key, value) tuples, not "
+            f"{type(headers).__name__}")
+    for k, v in items:
+        if type(k) is not str:
+            k = str(k)
+        if v is not None and type(v) is not bytes:
+            if isinstance(v, str):
+                v = PyUnicode_AsUTF8String(v)
+            elif isinstance(v, bytes):
+                v = bytes(v)
+            else:
+                raise TypeError(
+                    f"expected header value to be None, binary, or unicode string, not "
+                    f"{type(v).__name__}")
+        out.append((k, v))
+    return out
+
+
+cdef object _unable(int code, exc=None):
+    err = KafkaError(code)
+    detail = f": {exc}" if exc is not None and str(exc) else ""
+    return KafkaException(KafkaError(code, f"Unable to produce message: {err.str()}{detail}"))
+
+
+@cython.final
+cdef class ProducePath:
+    """``produce()`` and ``produce_batch()`` of one facade ``Producer``."""
+
+    cdef object send
+    cdef object metadata
+    cdef object wait_topic
+    cdef dict topics
+    cdef DeliveryReports reports
+    cdef public object default_callback
+    cdef int kind
+    cdef long long sticky_ms
+    cdef uint64_t rng
+    cdef long long max_count
+    cdef long long max_size
+    cdef public object closed_reason
+
+    def __init__(self, send, metadata, wait_topic, DeliveryReports reports, str partitioner,
+                 long long sticky_ms, long long max_count, long long max_size,
+                 default_callback=None):
+        """``send``: cproducer's ``KafkaProducer.send``; ``metadata``: its ``ProducerMetadata``
+        (``version``, ``fetch()``); ``wait_topic(topic)``: waits for the topic's metadata and
+        returns its partition count (raises cproducer's ``KafkaTimeoutError``)."""
+        self.send = send
+        self.metadata = metadata
+        self.wait_topic = wait_topic
+        self.topics = {}
+        self.reports = reports
+        self.default_callback = default_callback
+        self.kind = kind_of(partitioner)
+        self.sticky_ms = sticky_ms
+        self.rng = seed()
+        self.max_count = max_count
+        self.max_size = max_size
+        self.closed_reason = None
+
+    cdef _Topic _topic(self, str topic):
+        cdef _Topic st = self.topics.get(topic)
+        cdef long long version = self.metadata.version
+        if st is not None and st.version == version:
+            return st
+        count = self.metadata.fetch().partition_count_for_topic(topic)
+        if count is None:
+            count = self.wait_topic(topic)
+            version = self.metadata.version
+        if st is None:
+            st = _Topic.__new__(_Topic)
+            st.sticky = -1
+            st.sticky_since_ms = 0
+            self.topics[topic] = st
+        if st.count != count:
+            st.sticky = -1
+        st.count = count
+        st.version = version
+        return st
+
+    cdef int _partition(self, _Topic st, key) except? -2:
+        cdef bint has_key = key is not None
+        cdef Py_ssize_t klen = PyBytes_GET_SIZE(key) if has_key else 0
+        cdef long long now
+        if takes_sticky(self.kind, self.sticky_ms, has_key, klen):
+            # librdkafka's rd_kafka_msg_sticky_partition: a new random partition once
+            # sticky.partitioning.linger.ms passed since the last pick
+            now = _mono_ms()
+            if st.sticky < 0 or now - st.sticky_since_ms >= self.sticky_ms:
+                st.sticky = <int>((next_random(&self.rng) >> 33) % <uint64_t>st.count)
+                st.sticky_since_ms = now
+            return st.sticky
+        return hashed_partition(
+            self.kind, has_key,
+            <const unsigned char*>PyBytes_AS_STRING(key) if has_key else NULL,
+            klen, st.count, &self.rng)
+
+    def produce(self, str topic, value=None, key=None, int partition=-1, callback=None,
+                on_delivery=None, long long timestamp=0, headers=None):
+        """confluent-kafka's ``Producer.produce``."""
+        cdef Py_ssize_t vlen
+        cdef _Topic st
+        cdef int part
+        cdef Message m
+        if self.closed_reason is not None:
+            raise RuntimeError(self.closed_reason)
+        if type(value) is not bytes:
+            value = _utf8(value, "value")
+        if type(key) is not bytes:
+            key = _utf8(key, "key")
+        if callback is None:
+            callback = on_delivery if on_delivery is not None else self.default_callback
+        hdrs = None if headers is None else _headers(headers)
+        vlen = 0 if value is None else PyBytes_GET_SIZE(value)
+        if not self.reports.reserve(vlen, self.max_count, self.max_size):
+            raise BufferError("Local: Queue full")
+        try:
+            if timestamp == 0:
+                timestamp = _wall_ms()
+            try:
+                st = self._topic(topic)
+            except _errors.KafkaTimeoutError as exc:
+                # librdkafka queues the message and it times out waiting for its topic
+                m = new_message(self.reports, topic, key, value, vlen, partition, timestamp,
+                                callback)
+                m.complete_with(KafkaError(_MSG_TIMED_OUT))
+                return
+            if partition == -1:
+                part = self._partition(st, key)
+            elif partition < 0:
+                raise _unable(_UNKNOWN_PARTITION)
+            else:
+                part = partition
+            m = new_message(self.reports, topic, key, value, vlen, part, timestamp, callback)
+            self.send(topic, value, key, hdrs, part, timestamp, m)
+        except BaseException as exc:
+            self.reports.release(vlen)
+            if isinstance(exc, _errors.KafkaError):
+                raise self._produce_error(exc) from exc
+            raise
+
+    cdef object _produce_error(self, exc):
+        if isinstance(exc, _errors.BufferExhaustedError):
+            return BufferError("Local: Queue full")
+        if isinstance(exc, _errors.ProducerClosedError):
+            return RuntimeError("Producer has been closed")
+        if isinstance(exc, _errors.RecordTooLargeError):
+            return _unable(_MSG_SIZE_TOO_LARGE)
+        return _unable(code_of(exc), exc)
+
+    def produce_batch(self, str topic, list messages, int partition=-1, callback=None,
+                      on_delivery=None):
+        """confluent-kafka's ``Producer.produce_batch``, as documented: each dict may carry
+        ``value``, ``key``, ``partition``, ``timestamp``, ``headers`` and ``callback``. A
+        message that cannot be queued gets ``_error`` (a ``KafkaError``) in its dict; returns
+        how many were queued."""
+        cdef Py_ssize_t good = 0
+        cdef dict d
+        if callback is None:
+            callback = on_delivery
+        for i, d in enumerate(messages):
+            if not isinstance(d, dict):
+                raise TypeError(f"Message at index {i} must be a dict")
+        for d in messages:
+            p = d.get("partition")
+            if p is None:
+                p = partition
+            elif type(p) is not int:
+                raise TypeError("Message partition must be int")
+            try:
+                self.produce(topic, d.get("value"), d.get("key"), p, d.get("callback") or callback,
+                             None, d.get("timestamp") or 0, d.get("headers"))
+                good += 1
+            except BufferError:
+                d["_error"] = KafkaError(-184, "Message failed: Local: Queue full")
+            except KafkaException as exc:
+                err = exc.args[0]
+                d["_error"] = KafkaError(err.code(), f"Message failed: {err.str()}")
+        return good

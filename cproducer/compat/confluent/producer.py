@@ -1,0 +1,393 @@
+"""confluent-kafka's ``Producer`` over cproducer's ``KafkaProducer``.
+
+Switch the import and keep the code::
+
+    from cproducer.compat.confluent import Producer, KafkaError, KafkaException
+
+    p = Producer({"bootstrap.servers": "localhost:9092"})
+    p.produce("events", b"value", key="k", on_delivery=lambda err, msg: ...)
+    p.poll(0)
+    p.flush()
+
+What it keeps from librdkafka: the configuration (``config.py``), the defaults, where each key
+goes (``partitioners.pyx``), the error codes (``error.py``), and the delivery-report model: a
+message's ``on_delivery(err, msg)`` runs in the thread that calls ``poll()``/``flush()`` (or a
+transaction call), never on the I/O thread; ``len(producer)`` counts the messages produced and not
+yet reported, and ``produce()`` raises ``BufferError`` when ``queue.buffering.max.messages`` or
+``queue.buffering.max.kbytes`` would be exceeded. ``produce()`` itself is ``ProducePath.produce``
+(Cython), bound to the instance.
+
+What differs (documented in the README): the first ``produce()`` to a topic waits for its metadata;
+``poll()`` counts one event per message (librdkafka counts one per batch of reports);
+``len()`` counts messages only.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from typing import Any, Callable, Dict, List, Mapping, Optional
+
+from cproducer import KafkaProducer, errors
+from cproducer.compat.confluent.cluster_metadata import cluster_metadata
+from cproducer.compat.confluent.config import FacadeConfig, merged, translate
+from cproducer.compat.confluent.error import (
+    KafkaError,
+    KafkaException,
+    PurgedError,
+    api_error,
+)
+from cproducer.compat.confluent.group_metadata import read_group_metadata
+from cproducer.compat.confluent.message import DeliveryReports, purge_in_flight
+from cproducer.compat.confluent.produce_path import ProducePath
+from cproducer.compat.confluent.statistics import Statistics
+
+_INVALID_ARG = -186
+_PURGE_QUEUE = -152
+_PURGE_INFLIGHT = -151
+_NOT_CONFIGURED = -145
+_TIMED_OUT = -185
+
+#: confluent-kafka's "no timeout" (-1) as a bound threading can wait for
+_FOREVER_S = 10.0 * 365 * 24 * 3600
+
+
+def _timeout_s(timeout: Optional[float]) -> float:
+    if timeout is None or timeout < 0:
+        return _FOREVER_S
+    return float(timeout)
+
+
+class Producer:
+    """confluent-kafka's asynchronous ``Producer``: ``Producer(config_dict, **more_config)``."""
+
+    def __init__(self, config: Optional[Mapping[str, Any]] = None, /, **kwargs: Any) -> None:
+        cfg: FacadeConfig = translate(merged(config, kwargs))
+        self._config = cfg
+        producer_conf = dict(cfg.producer)
+        try:
+            self._kp = KafkaProducer(producer_conf)
+        except errors.ConfigError as exc:
+            raise KafkaException(
+                KafkaError(_INVALID_ARG, f"Failed to create producer: {exc}")
+            ) from None
+        self._reports = DeliveryReports()
+        self._reports.only_errors = cfg.dr_only_error
+        self._path = ProducePath(
+            self._kp.send,
+            self._kp._metadata,
+            self._wait_topic,
+            self._reports,
+            cfg.partitioner,
+            cfg.sticky_linger_ms,
+            cfg.max_messages,
+            cfg.max_bytes,
+            cfg.on_delivery,
+        )
+        # the instance attributes win over the methods below: produce() goes straight to Cython
+        self.produce = self._path.produce  # type: ignore[method-assign]
+        self.produce_batch = self._path.produce_batch  # type: ignore[method-assign]
+        self._closed = False
+        self._stats: Optional[Statistics] = None
+        if cfg.stats_cb is not None and cfg.stats_interval_ms > 0:
+            self._stats = Statistics(self, cfg)
+        self._events = _Events(self, cfg)
+
+    # ------------------------------------------------------------------ produce
+    def produce(
+        self,
+        topic: str,
+        value: Any = None,
+        key: Any = None,
+        partition: int = -1,
+        callback: Optional[Callable[..., Any]] = None,
+        on_delivery: Optional[Callable[..., Any]] = None,
+        timestamp: int = 0,
+        headers: Any = None,
+    ) -> None:
+        """Queue one message; ``on_delivery(err, msg)`` runs from a later poll()/flush().
+
+        ``value``/``key``: str (sent as UTF-8), bytes or None. ``partition``: -1 lets the
+        configured partitioner choose. ``timestamp``: ms since the epoch (0: now). ``headers``:
+        a list of (str, bytes/str/None) tuples or a dict. Raises ``BufferError`` when the queue is
+        full (poll() and retry), ``KafkaException`` for a message that cannot be produced
+        (``MSG_SIZE_TOO_LARGE``, ``_UNKNOWN_PARTITION``, ``_STATE`` outside a transaction)."""
+        self._path.produce(topic, value, key, partition, callback, on_delivery, timestamp, headers)
+
+    def produce_batch(
+        self,
+        topic: str,
+        messages: List[Dict[str, Any]],
+        partition: int = -1,
+        callback: Optional[Callable[..., Any]] = None,
+        on_delivery: Optional[Callable[..., Any]] = None,
+    ) -> int:
+        """Queue many messages (dicts with ``value``, ``key``, ``partition``, ``timestamp``,
+        ``headers``, ``callback``); returns how many were queued, the others get ``_error``."""
+        return int(self._path.produce_batch(topic, messages, partition, callback, on_delivery))
+
+    def _wait_topic(self, topic: str) -> int:
+        return len(self._kp.partitions_for(topic))
+
+    # ------------------------------------------------------------------ events
+    def poll(self, timeout: Optional[float] = -1) -> int:
+        """Serve delivery reports and other callbacks; wait up to ``timeout`` s (-1: until one
+        arrives) when none is ready. Returns how many events were served."""
+        self._check_open()
+        served = self._serve()
+        if served or timeout == 0:
+            return served
+        deadline = time.monotonic() + _timeout_s(timeout)
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return self._serve()
+            self._reports.wait(self._until_next_event(remaining))
+            served = self._serve()
+            if served:
+                return served
+
+    def _serve(self) -> int:
+        served = 0
+        if self._stats is not None:
+            served += self._stats.maybe_emit()
+        if self._reports.pending():
+            served += int(self._reports.serve())
+        return served
+
+    def _until_next_event(self, remaining: float) -> float:
+        if self._stats is not None:
+            return max(0.0, min(remaining, self._stats.seconds_to_next()))
+        return remaining
+
+    def flush(self, timeout: Optional[float] = -1) -> int:
+        """Send everything now and serve the delivery reports until none is left or ``timeout``
+        s passed; returns how many messages are still waiting for theirs."""
+        self._check_open()
+        acc = self._kp._accumulator
+        acc.begin_flush()
+        try:
+            self._kp._sender.wakeup()
+            deadline = time.monotonic() + _timeout_s(timeout)
+            while True:
+                self._serve()
+                if self._reports.count == 0:
+                    return 0
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return int(self._reports.count)
+                self._reports.wait(self._until_next_event(remaining))
+        finally:
+            acc.await_flush_completion(0)  # ends this flush
+
+    def __len__(self) -> int:
+        """Messages produced whose delivery report was not served yet."""
+        return int(self._reports.count)
+
+    def __bool__(self) -> bool:
+        return True  # as confluent-kafka: a producer is true even with nothing queued
+
+    def purge(self, in_queue: bool = True, in_flight: bool = True, blocking: bool = True) -> None:
+        """Fail the queued (``_PURGE_QUEUE``) and/or in-flight (``_PURGE_INFLIGHT``) messages;
+        their reports come from the next poll()/flush(). An in-flight message's request still
+        completes on the wire, its outcome is no longer reported."""
+        self._check_open()
+        acc = self._kp._accumulator
+        if in_queue:
+            acc.abort_undrained_batches(PurgedError(_PURGE_QUEUE))
+        if in_flight:
+            purge_in_flight(acc.incomplete_batches(), KafkaError(_PURGE_INFLIGHT))
+
+    # ------------------------------------------------------------------ metadata
+    def list_topics(self, topic: Optional[str] = None, timeout: Optional[float] = -1) -> Any:
+        """``ClusterMetadata`` of one topic, or of every topic in the cluster."""
+        self._check_open()
+        limit = _timeout_s(timeout)
+        try:
+            if topic is not None:
+                self._wait_topic(topic)
+            else:
+                self._kp._metadata.request_full_listing()
+                version = self._kp._metadata.version
+                self._kp._sender.wakeup()
+                self._kp._metadata.await_update(version, limit * 1000.0)
+        except errors.KafkaTimeoutError as exc:
+            raise KafkaException(
+                KafkaError(_TIMED_OUT, f"Failed to get metadata: {exc}", retriable=True)
+            ) from None
+        except errors.KafkaError as exc:
+            raise api_error(exc, "Failed to get metadata") from None
+        return cluster_metadata(self._kp._metadata.fetch(), topic)
+
+    def cluster_id(self, timeout: Optional[float] = -1) -> Optional[str]:
+        self._check_open()
+        cluster = self._kp._metadata.fetch()
+        if cluster.cluster_id is None:
+            self.list_topics(None, timeout)
+            cluster = self._kp._metadata.fetch()
+        return cluster.cluster_id  # type: ignore[no-any-return]
+
+    # ------------------------------------------------------------------ transactions
+    def _txn(self, what: str, call: Callable[[], None]) -> None:
+        self._check_open()
+        if not self._config.transactional:
+            raise KafkaException(
+                KafkaError(
+                    _NOT_CONFIGURED,
+                    f"{what}: the transactional producer needs transactional.id",
+                    fatal=False,
+                )
+            )
+        try:
+            call()
+        except errors.KafkaError as exc:
+            raise api_error(exc, what) from None
+        finally:
+            # librdkafka serves the delivery reports of the flush it does inside the call
+            if what in ("commit_transaction", "abort_transaction"):
+                self._serve()
+
+    def init_transactions(self, timeout: Optional[float] = -1) -> None:
+        self._txn("init_transactions", lambda: self._kp.init_transactions(_timeout_s(timeout)))
+
+    def begin_transaction(self) -> None:
+        self._txn("begin_transaction", self._kp.begin_transaction)
+
+    def send_offsets_to_transaction(
+        self, positions: Any, group_metadata: Any, timeout: Optional[float] = -1
+    ) -> None:
+        """Commit a consumer's ``positions`` (``TopicPartition`` list, offset = next to read)
+        with the transaction. ``group_metadata``: the consumer's ``consumer_group_metadata()``.
+        Logical offsets (< 0) are skipped, as librdkafka does."""
+        group = read_group_metadata(group_metadata)
+        offsets = [tp for tp in positions if getattr(tp, "offset", -1) >= 0]
+        self._txn(
+            "send_offsets_to_transaction",
+            lambda: self._kp.send_offsets_to_transaction(offsets, group, _timeout_s(timeout)),
+        )
+
+    def commit_transaction(self, timeout: Optional[float] = -1) -> None:
+        self._txn("commit_transaction", lambda: self._kp.commit_transaction(_timeout_s(timeout)))
+
+    def abort_transaction(self, timeout: Optional[float] = -1) -> None:
+        """Abort: in-flight messages report ``_PURGE_INFLIGHT``, queued ones ``_PURGE_QUEUE``."""
+
+        def abort() -> None:
+            acc = self._kp._accumulator
+            if self._kp._transaction_manager.has_ongoing_transaction():
+                purge_in_flight(acc.incomplete_batches(), KafkaError(_PURGE_INFLIGHT))
+            self._kp.abort_transaction(_timeout_s(timeout))
+
+        self._txn("abort_transaction", abort)
+
+    # ------------------------------------------------------------------ lifecycle
+    def set_sasl_credentials(self, username: str, password: str) -> None:
+        raise KafkaException(KafkaError(_NOT_CONFIGURED, "SASL is not supported by cproducer yet"))
+
+    def close(self, timeout: Optional[float] = -1) -> bool:
+        """Flush (serving the delivery reports), then stop. Returns True."""
+        if self._closed:
+            return True
+        try:
+            self.flush(timeout)
+        finally:
+            self._closed = True
+            self._path.closed_reason = "Producer has been closed"
+            self._events.close()
+            self._kp.close(0 if self._reports.count else None)
+            self._reports.drop()
+        return True
+
+    def __enter__(self) -> Producer:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("Producer has been closed")
+
+
+class _Events:
+    """The I/O thread's connection events and cproducer's log records, handed to ``error_cb``
+    and ``logger`` from poll() (librdkafka's error and log events)."""
+
+    def __init__(self, producer: Producer, cfg: FacadeConfig) -> None:
+        self._producer = producer
+        self._reports = producer._reports
+        self._error_cb = cfg.error_cb
+        self._name = f"{cfg.producer['client.id']}#producer-{os.getpid()}"
+        self._handler: Optional[logging.Handler] = None
+        self._down: set = set()
+        self._lock = threading.Lock()
+        if cfg.logger is not None:
+            self._handler = _ForwardingHandler(self._reports, cfg.logger, self._name)
+            self._handler.setLevel(cfg.log_level)
+            self._handler.addFilter(_ThreadFilter(producer._kp._sender.thread))
+            logging.getLogger("cproducer").addHandler(self._handler)
+        producer._kp._client.connection_listener = self.on_connection
+
+    def on_connection(self, node_id: int, host: str, port: int, up: bool, reason: str) -> None:
+        """From the I/O thread: a connection to a broker came up, or failed/was lost."""
+        if self._error_cb is None:
+            return
+        label = f"{host}:{port}/{'bootstrap' if node_id < 0 else node_id}"
+        with self._lock:
+            if up:
+                self._down.discard(label)
+                return
+            self._down.add(label)
+            known = {
+                f"{n.host}:{n.port}/{n.id}" for n in self._producer._kp._metadata.fetch().nodes
+            }
+            known |= self._down
+            all_down = self._down >= known
+        self._reports.push_event(self._error_cb, KafkaError(-195, f"{label}: {reason}"))
+        if all_down:
+            self._reports.push_event(
+                self._error_cb, KafkaError(-187, f"{len(known)}/{len(known)} brokers are down")
+            )
+
+    def close(self) -> None:
+        if self._handler is not None:
+            logging.getLogger("cproducer").removeHandler(self._handler)
+            self._handler = None
+
+
+class _ThreadFilter(logging.Filter):
+    def __init__(self, thread: threading.Thread) -> None:
+        super().__init__()
+        self._ident = thread.ident
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.thread == self._ident
+
+
+class _ForwardingHandler(logging.Handler):
+    """Queues this producer's I/O-thread log records; poll() hands them to the user's logger as
+    ``logger.log(level, "%s [%s] %s", facility, name, message)``, as confluent-kafka does."""
+
+    def __init__(self, reports: DeliveryReports, logger: Any, name: str) -> None:
+        super().__init__()
+        self._reports = reports
+        self._logger = logger
+        self._name = name
+
+    def emit(self, record: logging.LogRecord) -> None:
+        facility = record.name.rsplit(".", 1)[-1].upper()
+        line = (record.levelno, facility, record.getMessage())
+        self._reports.push_event(self._forward, line)
+
+    def _forward(self, line: Any) -> None:
+        level, facility, message = line
+        self._logger.log(level, "%s [%s] %s", facility, self._name, message)
+
+
+def statistics_json(producer: Producer) -> str:
+    """The statistics ``stats_cb`` receives, now (for tests and debugging)."""
+    stats = producer._stats or Statistics(producer, producer._config)
+    return json.dumps(stats.snapshot())
