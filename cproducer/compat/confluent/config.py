@@ -338,13 +338,30 @@ def translate(config: Mapping[str, Any]) -> FacadeConfig:
         "batch.num.messages", take("batch.num.messages", 10000), 1, 1000000
     )
     request_timeout = rd_int("request.timeout.ms", take("request.timeout.ms", 30000), 1, 900000)
+    timeout_set = "delivery.timeout.ms" in explicit
+    transaction_timeout = p["transaction.timeout.ms"]
     delivery = rd_int("delivery.timeout.ms", take("delivery.timeout.ms", 300000), 0, _INT32_MAX)
+    if transactional_id is not None:
+        # librdkafka: a transactional message lives at most as long as its transaction
+        if not timeout_set:
+            delivery = transaction_timeout
+        elif delivery > transaction_timeout:
+            raise _invalid(
+                "Failed to create producer: `message.timeout.ms` must be set <= "
+                "`transaction.timeout.ms`"
+            )
     if delivery == 0:
         delivery = _INT32_MAX  # librdkafka: 0 = no timeout
     elif delivery <= linger:
-        raise _invalid(
-            "Failed to create producer: `message.timeout.ms` must be greater than `linger.ms`"
-        )
+        if "linger.ms" in explicit and timeout_set:
+            raise _invalid(
+                "Failed to create producer: `message.timeout.ms` must be greater than `linger.ms`"
+            )
+        if timeout_set:  # librdkafka lowers an unset linger.ms below message.timeout.ms
+            linger = delivery - 0.1
+            p["linger.ms"] = int(math.floor(linger))
+        else:  # an unset message.timeout.ms leaves room for linger.ms and one request
+            delivery = min(_INT32_MAX, int(math.ceil(linger)) + request_timeout)
     # librdkafka bounds a produce request by the message's remaining time; Java wants
     # delivery.timeout.ms >= linger.ms + request.timeout.ms: shorten the request timeout to fit
     request_timeout = max(1, min(request_timeout, delivery - p["linger.ms"]))
@@ -498,17 +515,18 @@ def _tls(values: Dict[str, Any], p: Dict[str, Any], hooks: Dict[str, Any]) -> No
         == "https"
     )
     context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH)
-    ca_location = settings.get("ssl.ca.location")
-    ca_pem = settings.get("ssl.ca.pem")
+    cert = settings.get("ssl.certificate.location")
+    key = settings.get("ssl.key.location")
+    if (cert is None) != (key is None):
+        raise _invalid("ssl.certificate.location and ssl.key.location go together")
+    loading = "ssl.ca.location"
     try:
-        if ca_location is not None:
-            context.load_verify_locations(cafile=_text("ssl.ca.location", ca_location))
-        if ca_pem is not None:
-            context.load_verify_locations(cadata=_text("ssl.ca.pem", ca_pem))
-        cert = settings.get("ssl.certificate.location")
-        key = settings.get("ssl.key.location")
-        if (cert is None) != (key is None):
-            raise _invalid("ssl.certificate.location and ssl.key.location go together")
+        if "ssl.ca.location" in settings:
+            context.load_verify_locations(cafile=_text(loading, settings["ssl.ca.location"]))
+        loading = "ssl.ca.pem"
+        if "ssl.ca.pem" in settings:
+            context.load_verify_locations(cadata=_text(loading, settings["ssl.ca.pem"]))
+        loading = f"ssl.certificate.location={cert} / ssl.key.location={key}"
         if cert is not None:
             password = settings.get("ssl.key.password")
             context.load_cert_chain(
@@ -517,8 +535,9 @@ def _tls(values: Dict[str, Any], p: Dict[str, Any], hooks: Dict[str, Any]) -> No
                 password=None if password is None else str(password),
             )
     except (OSError, ssl.SSLError) as exc:
-        # the message names the file, never the password
-        raise _invalid(f"ssl: cannot load the certificates or key: {exc}") from None
+        # the message names the setting and its file, never the password
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise _invalid(f"ssl: cannot load {loading}: {reason}") from None
     context.check_hostname = verify and check_host
     if not verify:
         context.verify_mode = ssl.CERT_NONE

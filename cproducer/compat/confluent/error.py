@@ -13,6 +13,7 @@ same failure (a record that expired is ``_MSG_TIMED_OUT``, a broker error keeps 
 
 from __future__ import annotations
 
+import builtins
 from typing import Any, Dict, Optional, Tuple
 
 from cproducer import errors
@@ -267,7 +268,7 @@ class KafkaError:
     def __init__(
         self,
         error: int,
-        reason: Optional[str] = None,
+        reason: Optional[builtins.str] = None,
         fatal: bool = False,
         retriable: bool = False,
         txn_requires_abort: bool = False,
@@ -283,10 +284,10 @@ class KafkaError:
     def code(self) -> int:
         return self._code
 
-    def name(self) -> str:
+    def name(self) -> builtins.str:
         return error_name(self._code)
 
-    def str(self) -> str:
+    def str(self) -> builtins.str:
         return self._reason
 
     def fatal(self) -> bool:
@@ -298,7 +299,7 @@ class KafkaError:
     def txn_requires_abort(self) -> bool:
         return self._txn_requires_abort
 
-    def __repr__(self) -> str:
+    def __repr__(self) -> builtins.str:
         fatal = "FATAL," if self._fatal else ""
         return f'KafkaError{{{fatal}code={self.name()},val={self._code},str="{self._reason}"}}'
 

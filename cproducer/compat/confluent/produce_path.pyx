@@ -21,7 +21,7 @@ from cproducer.compat.confluent.partitioners cimport (
 )
 
 from cproducer import errors as _errors
-from cproducer.compat.confluent.error import KafkaError, KafkaException, code_of
+from cproducer.compat.confluent.error import KafkaError, KafkaException, code_of, from_exception
 from cproducer.compat.confluent.partitioners import kind_of, seed
 
 cdef int _MSG_SIZE_TOO_LARGE = 10
@@ -43,10 +43,13 @@ cdef inline long long _mono_ms() noexcept nogil:
 
 @cython.final
 cdef class _Topic:
-    cdef int count
+    cdef int count  # 0: the topic's metadata is not known yet
     cdef long long version
     cdef int sticky
     cdef long long sticky_since_ms
+    # messages produced before the topic's metadata arrived, in order:
+    # (message, headers, requested partition, produced at (monotonic ms))
+    cdef list waiting
 
 
 cdef object _utf8(object obj, str what):
@@ -100,11 +103,17 @@ cdef object _unable(int code, exc=None):
 
 @cython.final
 cdef class ProducePath:
-    """``produce()`` and ``produce_batch()`` of one facade ``Producer``."""
+    """``produce()`` and ``produce_batch()`` of one facade ``Producer``.
+
+    A message for a topic whose metadata is not known yet waits here, unpartitioned (librdkafka's
+    UA partition), while the producer fetches the metadata; ``drain()`` (from the next produce,
+    poll or flush) partitions and sends it, or fails it with ``_MSG_TIMED_OUT`` once it waited
+    ``message.timeout.ms``. So ``produce()`` never waits for the network, as with librdkafka.
+    """
 
     cdef object send
     cdef object metadata
-    cdef object wait_topic
+    cdef object wakeup
     cdef dict topics
     cdef DeliveryReports reports
     cdef public object default_callback
@@ -113,17 +122,19 @@ cdef class ProducePath:
     cdef uint64_t rng
     cdef long long max_count
     cdef long long max_size
+    cdef long long message_timeout_ms
+    cdef readonly long long waiting
+    cdef bint draining
     cdef public object closed_reason
 
-    def __init__(self, send, metadata, wait_topic, DeliveryReports reports, str partitioner,
+    def __init__(self, send, metadata, wakeup, DeliveryReports reports, str partitioner,
                  long long sticky_ms, long long max_count, long long max_size,
-                 default_callback=None):
+                 long long message_timeout_ms, default_callback=None):
         """``send``: cproducer's ``KafkaProducer.send``; ``metadata``: its ``ProducerMetadata``
-        (``version``, ``fetch()``); ``wait_topic(topic)``: waits for the topic's metadata and
-        returns its partition count (raises cproducer's ``KafkaTimeoutError``)."""
+        (``version``, ``fetch()``, ``add()``); ``wakeup``: wakes its I/O thread."""
         self.send = send
         self.metadata = metadata
-        self.wait_topic = wait_topic
+        self.wakeup = wakeup
         self.topics = {}
         self.reports = reports
         self.default_callback = default_callback
@@ -132,6 +143,9 @@ cdef class ProducePath:
         self.rng = seed()
         self.max_count = max_count
         self.max_size = max_size
+        self.message_timeout_ms = message_timeout_ms
+        self.waiting = 0
+        self.draining = False
         self.closed_reason = None
 
     cdef _Topic _topic(self, str topic):
@@ -139,15 +153,18 @@ cdef class ProducePath:
         cdef long long version = self.metadata.version
         if st is not None and st.version == version:
             return st
-        count = self.metadata.fetch().partition_count_for_topic(topic)
-        if count is None:
-            count = self.wait_topic(topic)
-            version = self.metadata.version
         if st is None:
             st = _Topic.__new__(_Topic)
+            st.count = 0
             st.sticky = -1
             st.sticky_since_ms = 0
+            st.waiting = []
             self.topics[topic] = st
+        count = self.metadata.fetch().partition_count_for_topic(topic)
+        if count is None:
+            count = 0
+            self.metadata.add(topic, _wall_ms())  # the next metadata update asks for it
+            self.wakeup()
         if st.count != count:
             st.sticky = -1
         st.count = count
@@ -180,6 +197,8 @@ cdef class ProducePath:
         cdef Message m
         if self.closed_reason is not None:
             raise RuntimeError(self.closed_reason)
+        if self.waiting:
+            self.drain()
         if type(value) is not bytes:
             value = _utf8(value, "value")
         if type(key) is not bytes:
@@ -187,26 +206,22 @@ cdef class ProducePath:
         if callback is None:
             callback = on_delivery if on_delivery is not None else self.default_callback
         hdrs = None if headers is None else _headers(headers)
+        if partition < -1:
+            raise _unable(_UNKNOWN_PARTITION)
         vlen = 0 if value is None else PyBytes_GET_SIZE(value)
         if not self.reports.reserve(vlen, self.max_count, self.max_size):
             raise BufferError("Local: Queue full")
         try:
             if timestamp == 0:
                 timestamp = _wall_ms()
-            try:
-                st = self._topic(topic)
-            except _errors.KafkaTimeoutError as exc:
-                # librdkafka queues the message and it times out waiting for its topic
-                m = new_message(self.reports, topic, key, value, vlen, partition, timestamp,
-                                callback)
-                m.complete_with(KafkaError(_MSG_TIMED_OUT))
+            st = self._topic(topic)
+            if st.count == 0 or st.waiting:
+                # no metadata yet (or earlier messages still wait for it: keep their order)
+                m = new_message(self.reports, topic, key, value, vlen, -1, timestamp, callback)
+                st.waiting.append((m, hdrs, partition, _mono_ms()))
+                self.waiting += 1
                 return
-            if partition == -1:
-                part = self._partition(st, key)
-            elif partition < 0:
-                raise _unable(_UNKNOWN_PARTITION)
-            else:
-                part = partition
+            part = self._partition(st, key) if partition == -1 else partition
             m = new_message(self.reports, topic, key, value, vlen, part, timestamp, callback)
             self.send(topic, value, key, hdrs, part, timestamp, m)
         except BaseException as exc:
@@ -214,6 +229,64 @@ cdef class ProducePath:
             if isinstance(exc, _errors.KafkaError):
                 raise self._produce_error(exc) from exc
             raise
+
+    def drain(self):
+        """Send the messages whose topic's metadata arrived meanwhile; fail those that waited
+        ``message.timeout.ms`` (``_MSG_TIMED_OUT``) or whose topic cannot be produced to.
+
+        One thread drains at a time; a message leaves the waiting list only after it was handed
+        to ``send``, so a produce() meanwhile (which sees the list non-empty) queues behind it
+        and each thread's messages keep their order."""
+        cdef _Topic st
+        cdef Message m
+        cdef list waiting
+        cdef long long now = _mono_ms()
+        cdef Py_ssize_t i
+        cdef int part
+        if self.draining:
+            return
+        self.draining = True
+        try:
+            for topic in list(self.topics):
+                st = self.topics[topic]
+                if not st.waiting:
+                    continue
+                st = self._topic(topic)
+                if st.count == 0:
+                    try:
+                        self.metadata.maybe_throw_exception_for_topic(topic)
+                    except _errors.KafkaError as exc:
+                        self._fail_waiting(st, from_exception(exc), now + self.message_timeout_ms)
+                        continue
+                    self._fail_waiting(st, KafkaError(_MSG_TIMED_OUT), now)
+                    continue
+                waiting = st.waiting
+                i = 0
+                try:
+                    while i < len(waiting):
+                        m, hdrs, partition, _since = waiting[i]
+                        i += 1
+                        self.waiting -= 1
+                        try:
+                            part = self._partition(st, m._key) if partition == -1 else partition
+                            m._partition = part
+                            self.send(topic, m._value, m._key, hdrs, part, m._timestamp, m)
+                        except _errors.KafkaError as exc:
+                            err = self._produce_error(exc)
+                            code = err.args[0].code() if isinstance(err, KafkaException) else -184
+                            m.complete_with(KafkaError(code))
+                finally:
+                    del waiting[:i]
+        finally:
+            self.draining = False
+
+    cdef void _fail_waiting(self, _Topic st, error, long long now) except *:
+        # the messages that waited message.timeout.ms (all of them when now is in the future)
+        cdef Message m
+        while st.waiting and now - (<tuple>st.waiting[0])[3] >= self.message_timeout_ms:
+            m = (<tuple>st.waiting.pop(0))[0]
+            self.waiting -= 1
+            m.complete_with(error)
 
     cdef object _produce_error(self, exc):
         if isinstance(exc, _errors.BufferExhaustedError):

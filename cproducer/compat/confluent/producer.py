@@ -17,16 +17,17 @@ yet reported, and ``produce()`` raises ``BufferError`` when ``queue.buffering.ma
 ``queue.buffering.max.kbytes`` would be exceeded. ``produce()`` itself is ``ProducePath.produce``
 (Cython), bound to the instance.
 
-What differs (documented in the README): the first ``produce()`` to a topic waits for its metadata;
-``poll()`` counts one event per message (librdkafka counts one per batch of reports);
-``len()`` counts messages only.
+What differs (documented in the README): messages waiting for their topic's metadata are sent by
+the next ``produce()``/``poll()``/``flush()`` (librdkafka's own thread sends them); ``poll()``
+counts one event per message (librdkafka one per batch of reports); ``len()`` counts messages
+only (librdkafka adds its queued protocol requests).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
-import os
 import threading
 import time
 from typing import Any, Callable, Dict, List, Mapping, Optional
@@ -51,6 +52,10 @@ _PURGE_INFLIGHT = -151
 _NOT_CONFIGURED = -145
 _TIMED_OUT = -185
 
+_instances = itertools.count(1)
+
+#: how often poll()/flush() look for metadata while messages wait for their topic's
+_WAITING_POLL_S = 0.01
 #: confluent-kafka's "no timeout" (-1) as a bound threading can wait for
 _FOREVER_S = 10.0 * 365 * 24 * 3600
 
@@ -79,18 +84,20 @@ class Producer:
         self._path = ProducePath(
             self._kp.send,
             self._kp._metadata,
-            self._wait_topic,
+            self._kp._sender.wakeup,
             self._reports,
             cfg.partitioner,
             cfg.sticky_linger_ms,
             cfg.max_messages,
             cfg.max_bytes,
+            cfg.producer["delivery.timeout.ms"],
             cfg.on_delivery,
         )
         # the instance attributes win over the methods below: produce() goes straight to Cython
         self.produce = self._path.produce  # type: ignore[method-assign]
         self.produce_batch = self._path.produce_batch  # type: ignore[method-assign]
         self._closed = False
+        self._name = f"{cfg.producer['client.id']}#producer-{next(_instances)}"
         self._stats: Optional[Statistics] = None
         if cfg.stats_cb is not None and cfg.stats_interval_ms > 0:
             self._stats = Statistics(self, cfg)
@@ -152,6 +159,8 @@ class Producer:
 
     def _serve(self) -> int:
         served = 0
+        if self._path.waiting:
+            self._path.drain()
         if self._stats is not None:
             served += self._stats.maybe_emit()
         if self._reports.pending():
@@ -159,6 +168,9 @@ class Producer:
         return served
 
     def _until_next_event(self, remaining: float) -> float:
+        if self._path.waiting:
+            # messages wait for their topic's metadata: look again soon
+            remaining = min(remaining, _WAITING_POLL_S)
         if self._stats is not None:
             return max(0.0, min(remaining, self._stats.seconds_to_next()))
         return remaining
@@ -313,44 +325,53 @@ class Producer:
 
 
 class _Events:
-    """The I/O thread's connection events and cproducer's log records, handed to ``error_cb``
-    and ``logger`` from poll() (librdkafka's error and log events)."""
+    """librdkafka's error and log events, from the I/O thread to ``error_cb`` and ``logger`` in
+    poll(): a connection that fails or is lost is a ``_TRANSPORT`` error (and
+    ``_ALL_BROKERS_DOWN`` once no known broker is reachable) and a ``FAIL`` log line at ERROR;
+    cproducer's own WARNING-and-above records from this producer's I/O thread are logged too."""
 
     def __init__(self, producer: Producer, cfg: FacadeConfig) -> None:
         self._producer = producer
         self._reports = producer._reports
         self._error_cb = cfg.error_cb
-        self._name = f"{cfg.producer['client.id']}#producer-{os.getpid()}"
+        self._logger = cfg.logger
+        self._log_level = cfg.log_level
+        self._name = producer._name
         self._handler: Optional[logging.Handler] = None
         self._down: set = set()
         self._lock = threading.Lock()
-        if cfg.logger is not None:
-            self._handler = _ForwardingHandler(self._reports, cfg.logger, self._name)
-            self._handler.setLevel(cfg.log_level)
+        if self._logger is not None:
+            self._handler = _ForwardingHandler(self._reports, self._logger, self._name)
+            self._handler.setLevel(max(cfg.log_level, logging.WARNING))
             self._handler.addFilter(_ThreadFilter(producer._kp._sender.thread))
             logging.getLogger("cproducer").addHandler(self._handler)
-        producer._kp._client.connection_listener = self.on_connection
+        if self._error_cb is not None or self._logger is not None:
+            producer._kp._client.connection_listener = self.on_connection
 
     def on_connection(self, node_id: int, host: str, port: int, up: bool, reason: str) -> None:
         """From the I/O thread: a connection to a broker came up, or failed/was lost."""
-        if self._error_cb is None:
-            return
         label = f"{host}:{port}/{'bootstrap' if node_id < 0 else node_id}"
         with self._lock:
             if up:
                 self._down.discard(label)
                 return
             self._down.add(label)
-            known = {
-                f"{n.host}:{n.port}/{n.id}" for n in self._producer._kp._metadata.fetch().nodes
-            }
-            known |= self._down
+            nodes = self._producer._kp._metadata.fetch().nodes
+            known = {f"{n.host}:{n.port}/{n.id}" for n in nodes} | self._down
             all_down = self._down >= known
-        self._reports.push_event(self._error_cb, KafkaError(-195, f"{label}: {reason}"))
-        if all_down:
-            self._reports.push_event(
-                self._error_cb, KafkaError(-187, f"{len(known)}/{len(known)} brokers are down")
-            )
+        if self._logger is not None and self._log_level <= logging.ERROR:
+            self._reports.push_event(self._log, (logging.ERROR, "FAIL", f"{label}: {reason}"))
+        if self._error_cb is not None:
+            self._reports.push_event(self._error_cb, KafkaError(-195, f"{label}: {reason}"))
+            if all_down:
+                self._reports.push_event(
+                    self._error_cb,
+                    KafkaError(-187, f"{len(known)}/{len(known)} brokers are down"),
+                )
+
+    def _log(self, line: Any) -> None:
+        level, facility, message = line
+        self._logger.log(level, "%s [%s] %s", facility, self._name, message)  # type: ignore[union-attr]
 
     def close(self) -> None:
         if self._handler is not None:

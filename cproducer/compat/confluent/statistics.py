@@ -14,7 +14,6 @@ librdkafka has and cproducer does not measure are left out rather than reported 
 
 from __future__ import annotations
 
-import itertools
 import json
 import time
 from typing import TYPE_CHECKING, Any, Dict
@@ -22,8 +21,6 @@ from typing import TYPE_CHECKING, Any, Dict
 if TYPE_CHECKING:
     from cproducer.compat.confluent.config import FacadeConfig
     from cproducer.compat.confluent.producer import Producer
-
-_instances = itertools.count(1)
 
 
 class Statistics:
@@ -33,7 +30,6 @@ class Statistics:
         self._interval_s = cfg.stats_interval_ms / 1000.0
         self._started = time.monotonic()
         self._next = self._started + self._interval_s
-        self._name = f"{cfg.producer['client.id']}#producer-{next(_instances)}"
 
     def seconds_to_next(self) -> float:
         return self._next - time.monotonic()
@@ -94,7 +90,7 @@ class Statistics:
                 "partitions": partitions,
             }
         out: Dict[str, Any] = {
-            "name": self._name,
+            "name": p._name,
             "client_id": self._cfg.producer["client.id"],
             "type": "producer",
             "ts": int(now * 1_000_000),
