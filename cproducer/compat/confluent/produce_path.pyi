@@ -5,6 +5,8 @@ from cproducer.compat.confluent.message import DeliveryReports
 class ProducePath:
     default_callback: Any
     closed_reason: Optional[str]
+    poll_slow: Callable[[float], int]
+    quick_poll: bool
     @property
     def waiting(self) -> int: ...
     def __init__(
@@ -31,6 +33,7 @@ class ProducePath:
         timestamp: int = ...,
         headers: Any = ...,
     ) -> None: ...
+    def poll(self, timeout: float = ...) -> int: ...
     def drain(self) -> None: ...
     def produce_batch(
         self,

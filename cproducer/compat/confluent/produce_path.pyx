@@ -126,6 +126,10 @@ cdef class ProducePath:
     cdef readonly long long waiting
     cdef bint draining
     cdef public object closed_reason
+    # poll(): the facade's full poll, and whether poll(0) may answer here when nothing but
+    # delivery reports can be due (no statistics timer)
+    cdef public object poll_slow
+    cdef public bint quick_poll
 
     def __init__(self, send, metadata, wakeup, DeliveryReports reports, str partitioner,
                  long long sticky_ms, long long max_count, long long max_size,
@@ -147,6 +151,8 @@ cdef class ProducePath:
         self.waiting = 0
         self.draining = False
         self.closed_reason = None
+        self.poll_slow = None
+        self.quick_poll = False
 
     cdef _Topic _topic(self, str topic):
         cdef _Topic st = self.topics.get(topic)
@@ -229,6 +235,17 @@ cdef class ProducePath:
             if isinstance(exc, _errors.KafkaError):
                 raise self._produce_error(exc) from exc
             raise
+
+    def poll(self, double timeout=-1):
+        """confluent-kafka's ``Producer.poll``: ``poll(0)`` in a produce loop is answered here
+        (serving the ready reports); anything else goes to the facade's poll."""
+        cdef DeliveryReports reports = self.reports
+        if (timeout == 0 and self.quick_poll and self.closed_reason is None and not self.waiting
+                and not reports.events):
+            if not reports.ready:
+                return 0
+            return reports.serve()
+        return self.poll_slow(timeout)
 
     def drain(self):
         """Send the messages whose topic's metadata arrived meanwhile; fail those that waited

@@ -102,6 +102,9 @@ class Producer:
         if cfg.stats_cb is not None and cfg.stats_interval_ms > 0:
             self._stats = Statistics(self, cfg)
         self._events = _Events(self, cfg)
+        self._path.poll_slow = self._poll
+        self._path.quick_poll = self._stats is None
+        self.poll = self._path.poll  # type: ignore[method-assign]
 
     # ------------------------------------------------------------------ produce
     def produce(
@@ -143,6 +146,9 @@ class Producer:
     def poll(self, timeout: Optional[float] = -1) -> int:
         """Serve delivery reports and other callbacks; wait up to ``timeout`` s (-1: until one
         arrives) when none is ready. Returns how many events were served."""
+        return self._path.poll(-1.0 if timeout is None else timeout)
+
+    def _poll(self, timeout: float) -> int:
         self._check_open()
         served = self._serve()
         if served or timeout == 0:
