@@ -17,7 +17,6 @@ cycle through a message lasts no longer than librdkafka keeps its own reference 
 """
 
 cimport cython
-from libc.stdint cimport int64_t
 from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
 
 from cproducer.producer.internals.producer_batch cimport ProducerBatch

@@ -13,6 +13,7 @@ cdef enum:
 cdef uint32_t crc32(const unsigned char* data, Py_ssize_t length) noexcept nogil
 cdef uint32_t fnv1a(const unsigned char* data, Py_ssize_t length) noexcept nogil
 cdef uint64_t next_random(uint64_t* state) noexcept nogil
-cdef bint takes_sticky(int kind, long long sticky_ms, bint has_key, Py_ssize_t key_len) noexcept nogil
+cdef bint takes_sticky(int kind, long long sticky_ms, bint has_key,
+                       Py_ssize_t key_len) noexcept nogil
 cdef int hashed_partition(int kind, bint has_key, const unsigned char* key, Py_ssize_t key_len,
-                          int count, uint64_t* rng) noexcept nogil
+                          int count) noexcept nogil

@@ -12,6 +12,8 @@ Which messages skip the hash, as librdkafka decides in ``rd_kafka_msg_partitione
 - Otherwise the partitioner runs on the key: the ``*_random`` variants pick a random partition
   for a NULL key (``consistent_random`` also for an empty one); ``consistent``, ``murmur2`` and
   ``fnv1a`` hash a NULL key as empty (``consistent``: partition 0); ``random`` is random.
+- A random pick (also a new sticky partition) that lands on a partition without a leader is
+  drawn once more; a sticky partition that lost its leader is replaced at once.
 
 So an empty key ``b""`` is hashed by every partitioner except ``consistent_random`` and
 ``random``, and a NULL key is hashed only by ``consistent``, ``murmur2`` and ``fnv1a``.
@@ -33,10 +35,10 @@ cdef uint32_t _CRC_TABLE[256]
 
 cdef void _build_crc_table() noexcept:
     cdef uint32_t c
-    cdef int i, j
+    cdef int i
     for i in range(256):
         c = <uint32_t>i
-        for j in range(8):
+        for _ in range(8):
             c = (c >> 1) ^ 0xEDB88320u if c & 1 else c >> 1
         _CRC_TABLE[i] = c
 
@@ -73,31 +75,29 @@ cdef uint64_t next_random(uint64_t* state) noexcept nogil:
     return x * 0x2545F4914F6CDD1Du
 
 
-cdef bint takes_sticky(int kind, long long sticky_ms, bint has_key, Py_ssize_t key_len) noexcept nogil:
+cdef bint takes_sticky(int kind, long long sticky_ms, bint has_key,
+                       Py_ssize_t key_len) noexcept nogil:
     if sticky_ms <= 0 or kind == P_CONSISTENT or kind == P_MURMUR2 or kind == P_FNV1A:
         return False
     return not has_key or (key_len == 0 and kind == P_CONSISTENT_RANDOM)
 
 
-cdef inline int _random(int count, uint64_t* rng) noexcept nogil:
-    return <int>((next_random(rng) >> 33) % <uint64_t>count)
-
-
 cdef int hashed_partition(int kind, bint has_key, const unsigned char* key, Py_ssize_t key_len,
-                          int count, uint64_t* rng) noexcept nogil:
+                          int count) noexcept nogil:
+    """The partition the key hashes to, or -1 when librdkafka picks a random one."""
     if not has_key:
         key_len = 0
     if kind == P_CONSISTENT:
         return <int>(crc32(key, key_len) % <uint32_t>count)
     if kind == P_CONSISTENT_RANDOM:
         if key_len == 0:
-            return _random(count, rng)
+            return -1
         return <int>(crc32(key, key_len) % <uint32_t>count)
     if kind == P_MURMUR2 or (kind == P_MURMUR2_RANDOM and has_key):
         return <int>((<uint32_t>murmur2_hash(key, key_len) & 0x7fffffffu) % <uint32_t>count)
     if kind == P_FNV1A or (kind == P_FNV1A_RANDOM and has_key):
         return <int>(fnv1a(key, key_len) % <uint32_t>count)
-    return _random(count, rng)
+    return -1
 
 
 def kind_of(str name):
@@ -113,18 +113,15 @@ def hash_partition(str partitioner, key, int count):
     """Where ``partitioner`` puts ``key`` (bytes, or None for a NULL key) among ``count``
     partitions when the message is hashed (not sticky); -1 when the choice is random."""
     cdef int kind = kind_of(partitioner)
-    cdef uint64_t rng = 1
     cdef bint has_key = key is not None
+    cdef const unsigned char* data = NULL
     if count <= 0:
         raise ValueError(f"count must be > 0, got {count}")
     if has_key and not isinstance(key, bytes):
         raise TypeError(f"key must be bytes or None, got {type(key).__name__}")
-    cdef Py_ssize_t klen = PyBytes_GET_SIZE(key) if has_key else 0
-    cdef const unsigned char* data = <const unsigned char*>PyBytes_AS_STRING(key) if has_key else NULL
-    if kind == P_RANDOM or (kind == P_CONSISTENT_RANDOM and klen == 0) or (
-            not has_key and (kind == P_MURMUR2_RANDOM or kind == P_FNV1A_RANDOM)):
-        return -1
-    return hashed_partition(kind, has_key, data, klen, count, &rng)
+    if has_key:
+        data = <const unsigned char*>PyBytes_AS_STRING(key)
+    return hashed_partition(kind, has_key, data, PyBytes_GET_SIZE(key) if has_key else 0, count)
 
 
 def is_sticky(str partitioner, key, long long sticky_ms=10):

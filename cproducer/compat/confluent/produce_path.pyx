@@ -47,6 +47,7 @@ cdef class _Topic:
     cdef long long version
     cdef int sticky
     cdef long long sticky_since_ms
+    cdef bytearray available  # available[p]: partition p has a leader
     # messages produced before the topic's metadata arrived, in order:
     # (message, headers, requested partition, produced at (monotonic ms))
     cdef list waiting
@@ -157,6 +158,7 @@ cdef class ProducePath:
     cdef _Topic _topic(self, str topic):
         cdef _Topic st = self.topics.get(topic)
         cdef long long version = self.metadata.version
+        cdef int p
         if st is not None and st.version == version:
             return st
         if st is None:
@@ -166,7 +168,8 @@ cdef class ProducePath:
             st.sticky_since_ms = 0
             st.waiting = []
             self.topics[topic] = st
-        count = self.metadata.fetch().partition_count_for_topic(topic)
+        cluster = self.metadata.fetch()
+        count = cluster.partition_count_for_topic(topic)
         if count is None:
             count = 0
             self.metadata.add(topic, _wall_ms())  # the next metadata update asks for it
@@ -174,25 +177,40 @@ cdef class ProducePath:
         if st.count != count:
             st.sticky = -1
         st.count = count
+        st.available = bytearray(count)
+        for p in range(count):
+            st.available[p] = cluster.leader_for((topic, p)) is not None
         st.version = version
         return st
+
+    cdef int _random(self, _Topic st) noexcept:
+        # librdkafka's rd_kafka_msg_partitioner_random: a second draw when the first partition
+        # has no leader
+        cdef int p = <int>((next_random(&self.rng) >> 33) % <uint64_t>st.count)
+        if not st.available[p]:
+            p = <int>((next_random(&self.rng) >> 33) % <uint64_t>st.count)
+        return p
 
     cdef int _partition(self, _Topic st, key) except? -2:
         cdef bint has_key = key is not None
         cdef Py_ssize_t klen = PyBytes_GET_SIZE(key) if has_key else 0
         cdef long long now
+        cdef int p
         if takes_sticky(self.kind, self.sticky_ms, has_key, klen):
             # librdkafka's rd_kafka_msg_sticky_partition: a new random partition once
-            # sticky.partitioning.linger.ms passed since the last pick
+            # sticky.partitioning.linger.ms passed since the last pick, or when it lost its
+            # leader
             now = _mono_ms()
-            if st.sticky < 0 or now - st.sticky_since_ms >= self.sticky_ms:
-                st.sticky = <int>((next_random(&self.rng) >> 33) % <uint64_t>st.count)
+            if (st.sticky < 0 or now - st.sticky_since_ms >= self.sticky_ms
+                    or not st.available[st.sticky]):
+                st.sticky = self._random(st)
                 st.sticky_since_ms = now
             return st.sticky
-        return hashed_partition(
+        p = hashed_partition(
             self.kind, has_key,
             <const unsigned char*>PyBytes_AS_STRING(key) if has_key else NULL,
-            klen, st.count, &self.rng)
+            klen, st.count)
+        return self._random(st) if p < 0 else p
 
     def produce(self, str topic, value=None, key=None, int partition=-1, callback=None,
                 on_delivery=None, long long timestamp=0, headers=None):
