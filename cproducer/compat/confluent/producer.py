@@ -104,7 +104,7 @@ class Producer:
         self._events = _Events(self, cfg)
         self._path.poll_slow = self._poll
         self._path.quick_poll = self._stats is None
-        self.poll = self._path.poll  # type: ignore[method-assign]
+        self.poll = self._path.poll  # type: ignore[method-assign, assignment]
 
     # ------------------------------------------------------------------ produce
     def produce(
