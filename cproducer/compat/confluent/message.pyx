@@ -19,6 +19,7 @@ cycle through a message lasts no longer than librdkafka keeps its own reference 
 cimport cython
 from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
 
+from cproducer.producer.internals.produce_request_result cimport RecordMetadata
 from cproducer.producer.internals.producer_batch cimport ProducerBatch
 
 import threading
@@ -118,16 +119,17 @@ cdef class Message:
     def __call__(self, metadata, exc):
         """The record's completion (cproducer's callback protocol), on the I/O thread."""
         cdef DeliveryReports reports
+        cdef RecordMetadata md
+        cdef long long ts
         if self.state != PENDING:
             return  # purged already: the real outcome comes too late
         self.state = COMPLETED
         self._latency_us = (_now_ns() - self.started_ns) // 1000
         if exc is None:
-            self._offset = metadata.offset
-            if self._offset < 0:
-                self._offset = OFFSET_INVALID  # acks=0: no offset
-            ts = metadata.timestamp
-            if ts != self._timestamp:
+            md = <RecordMetadata?>metadata
+            self._offset = md.offset if md.offset >= 0 else OFFSET_INVALID  # acks=0: none
+            ts = md.timestamp
+            if ts != self._timestamp:  # the broker set it: the topic uses LogAppendTime
                 self._timestamp = ts
                 self._tstype = TIMESTAMP_LOG_APPEND_TIME
         else:

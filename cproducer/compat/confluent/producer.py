@@ -139,8 +139,19 @@ class Producer:
         ``headers``, ``callback``); returns how many were queued, the others get ``_error``."""
         return int(self._path.produce_batch(topic, messages, partition, callback, on_delivery))
 
-    def _wait_topic(self, topic: str) -> int:
-        return len(self._kp.partitions_for(topic))
+    def _wait_topic(self, topic: str, timeout_s: float) -> None:
+        """Wait up to ``timeout_s`` until ``topic``'s partitions are known."""
+        md = self._kp._metadata
+        deadline = time.monotonic() + timeout_s
+        md.add(topic, int(time.time() * 1000))
+        while md.fetch().partition_count_for_topic(topic) is None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise errors.KafkaTimeoutError(f"topic {topic!r} not in the metadata")
+            version = md.request_update_for_topic(topic)
+            self._kp._sender.wakeup()
+            md.await_update(version, remaining * 1000.0)
+            md.maybe_throw_exception_for_topic(topic)
 
     # ------------------------------------------------------------------ events
     def poll(self, timeout: Optional[float] = -1) -> int:
@@ -224,14 +235,22 @@ class Producer:
         """``ClusterMetadata`` of one topic, or of every topic in the cluster."""
         self._check_open()
         limit = _timeout_s(timeout)
+        md = self._kp._metadata
         try:
             if topic is not None:
-                self._wait_topic(topic)
+                self._wait_topic(topic, limit)
             else:
-                self._kp._metadata.request_full_listing()
-                version = self._kp._metadata.version
+                deadline = time.monotonic() + limit
+                answered = md.request_full_listing()
                 self._kp._sender.wakeup()
-                self._kp._metadata.await_update(version, limit * 1000.0)
+                while True:
+                    version = md.version  # read before the check: no update slips between
+                    if md.listings > answered:
+                        break
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        raise errors.KafkaTimeoutError("no metadata for every topic in time")
+                    md.await_update(version, remaining * 1000.0)
         except errors.KafkaTimeoutError as exc:
             raise KafkaException(
                 KafkaError(_TIMED_OUT, f"Failed to get metadata: {exc}", retriable=True)
