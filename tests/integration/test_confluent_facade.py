@@ -301,6 +301,10 @@ def test_produce_batch_queues_each_message(
         {"value": f"message {i}", "key": f"key-{i % 3}"} for i in range(9)
     ]
     messages.append({"value": b"own-callback", "callback": own_reports})
+    for bad in ([b"not a dict"], [{"value": 5}], [{"value": b"x"}, {"partition": "0"}]):
+        with pytest.raises(TypeError, match="at index"):
+            p.produce_batch(topic, bad)
+    assert len(p) == 0  # a refused list queues nothing
     assert p.produce_batch(topic, messages, on_delivery=batch_reports) == 10
     assert p.flush(30) == 0
     assert len(batch_reports.items) == 9 and len(own_reports.items) == 1

@@ -342,15 +342,21 @@ cdef class ProducePath:
         cdef dict d
         if callback is None:
             callback = on_delivery
-        for i, d in enumerate(messages):
-            if not isinstance(d, dict):
+        # the whole list is checked before any message is queued, as confluent-kafka does
+        for i, item in enumerate(messages):
+            if not isinstance(item, dict):
                 raise TypeError(f"Message at index {i} must be a dict")
+            for field in ("value", "key"):
+                v = (<dict>item).get(field)
+                if v is not None and not isinstance(v, (bytes, str)):
+                    raise TypeError(f"Message {field} at index {i} must be bytes or str")
+            p = (<dict>item).get("partition")
+            if p is not None and type(p) is not int:
+                raise TypeError(f"Message partition at index {i} must be int")
         for d in messages:
             p = d.get("partition")
             if p is None:
                 p = partition
-            elif type(p) is not int:
-                raise TypeError("Message partition must be int")
             try:
                 self.produce(topic, d.get("value"), d.get("key"), p, d.get("callback") or callback,
                              None, d.get("timestamp") or 0, d.get("headers"))
