@@ -23,12 +23,11 @@ import re
 import ssl
 from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Tuple
 
-from cproducer.compat.confluent.error import KafkaError, KafkaException
+from cproducer.compat.confluent.error import INVALID_ARG, KafkaError, KafkaException
 
 log = logging.getLogger("cproducer.compat.confluent")
 
 _INT32_MAX = 2**31 - 1
-_INVALID_ARG = -186
 
 PARTITIONERS = (
     "random",
@@ -89,7 +88,7 @@ _HINTS = {
 
 
 def _invalid(message: str) -> KafkaException:
-    return KafkaException(KafkaError(_INVALID_ARG, message))
+    return KafkaException(KafkaError(INVALID_ARG, message))
 
 
 # ------------------------------------------------------------------ librdkafka value syntax

@@ -218,29 +218,56 @@ for _name, _code in _CODES:
 
 # What str() says for the codes this facade reports itself (librdkafka's wording, so that
 # messages in logs read the same after the switch); other codes get "Local:"/"Broker:" + name.
-_DESCRIPTIONS: Dict[int, str] = {
-    -199: "Local: Bad message format",
-    -197: "Local: Broker handle destroyed for termination",
-    -196: "Local: Communication failure with broker",
-    -195: "Local: Broker transport failure",
-    -192: "Local: Message timed out",
-    -190: "Local: Unknown partition",
-    -188: "Local: Unknown topic",
-    -187: "Local: All broker connections are down",
-    -186: "Local: Invalid argument or configuration",
-    -185: "Local: Timed out",
-    -184: "Local: Queue full",
-    -172: "Local: Erroneous state",
-    -162: "Local: Key serialization error",
-    -161: "Local: Value serialization error",
-    -152: "Local: Purged in queue",
-    -151: "Local: Purged in flight",
-    -150: "Local: Fatal error",
-    -149: "Local: Inconsistent state",
-    -145: "Local: Functionality not configured",
-    -144: "Local: This instance has been fenced by a newer instance",
-    10: "Broker: Message size too large",
+_DESCRIPTIONS_BY_NAME: Dict[str, str] = {
+    "_BAD_MSG": "Local: Bad message format",
+    "_DESTROY": "Local: Broker handle destroyed for termination",
+    "_FAIL": "Local: Communication failure with broker",
+    "_TRANSPORT": "Local: Broker transport failure",
+    "_MSG_TIMED_OUT": "Local: Message timed out",
+    "_UNKNOWN_PARTITION": "Local: Unknown partition",
+    "_UNKNOWN_TOPIC": "Local: Unknown topic",
+    "_ALL_BROKERS_DOWN": "Local: All broker connections are down",
+    "_INVALID_ARG": "Local: Invalid argument or configuration",
+    "_TIMED_OUT": "Local: Timed out",
+    "_QUEUE_FULL": "Local: Queue full",
+    "_STATE": "Local: Erroneous state",
+    "_KEY_SERIALIZATION": "Local: Key serialization error",
+    "_VALUE_SERIALIZATION": "Local: Value serialization error",
+    "_PURGE_QUEUE": "Local: Purged in queue",
+    "_PURGE_INFLIGHT": "Local: Purged in flight",
+    "_FATAL": "Local: Fatal error",
+    "_INCONSISTENT": "Local: Inconsistent state",
+    "_NOT_CONFIGURED": "Local: Functionality not configured",
+    "_FENCED": "Local: This instance has been fenced by a newer instance",
+    "MSG_SIZE_TOO_LARGE": "Broker: Message size too large",
 }
+_CODE_BY_NAME: Dict[str, int] = dict(_CODES)
+_DESCRIPTIONS: Dict[int, str] = {_CODE_BY_NAME[n]: d for n, d in _DESCRIPTIONS_BY_NAME.items()}
+
+
+def code(name: str) -> int:
+    """librdkafka's code for ``name`` (``code("_MSG_TIMED_OUT") == -192``)."""
+    return _CODE_BY_NAME[name]
+
+
+# the codes the facade reports itself, by name
+MSG_TIMED_OUT = code("_MSG_TIMED_OUT")
+QUEUE_FULL = code("_QUEUE_FULL")
+PURGE_QUEUE = code("_PURGE_QUEUE")
+PURGE_INFLIGHT = code("_PURGE_INFLIGHT")
+DESTROY = code("_DESTROY")
+FAIL = code("_FAIL")
+TRANSPORT = code("_TRANSPORT")
+ALL_BROKERS_DOWN = code("_ALL_BROKERS_DOWN")
+STATE = code("_STATE")
+FENCED = code("_FENCED")
+INCONSISTENT = code("_INCONSISTENT")
+TIMED_OUT = code("_TIMED_OUT")
+NOT_CONFIGURED = code("_NOT_CONFIGURED")
+INVALID_ARG = code("_INVALID_ARG")
+UNKNOWN_PARTITION = code("_UNKNOWN_PARTITION")
+BAD_MSG = code("_BAD_MSG")
+MSG_SIZE_TOO_LARGE = code("MSG_SIZE_TOO_LARGE")
 
 
 def error_name(code: int) -> str:
@@ -366,20 +393,6 @@ def raise_error(
 
 # ------------------------------------------------------------------ cproducer -> librdkafka
 
-_MSG_TIMED_OUT = -192
-_PURGE_QUEUE = -152
-_PURGE_INFLIGHT = -151
-_DESTROY = -197
-_FAIL = -196
-_TRANSPORT = -195
-_STATE = -172
-_FENCED = -144
-_INCONSISTENT = -149
-_TIMED_OUT = -185
-_NOT_CONFIGURED = -145
-_INVALID_ARG = -186
-_UNKNOWN_PARTITION = -190
-
 
 class PurgedError(errors.KafkaError):
     """A record the facade's ``purge()`` (or an aborted transaction) took back; ``rdkafka_code``
@@ -392,31 +405,31 @@ class PurgedError(errors.KafkaError):
 
 # Java-side exception classes whose librdkafka code is not their Kafka protocol code.
 _CODE_BY_CLASS: Tuple[Tuple[type, int], ...] = (
-    (errors.BufferExhaustedError, -184),
-    (errors.KafkaTimeoutError, _MSG_TIMED_OUT),
-    (errors.TransactionAbortedError, _PURGE_QUEUE),
-    (errors.ProducerClosedError, _DESTROY),
-    (errors.NetworkError, _TRANSPORT),
-    (errors.IllegalStateError, _STATE),
-    (errors.InvalidPartitionError, _UNKNOWN_PARTITION),
-    (errors.ConfigError, _INVALID_ARG),
+    (errors.BufferExhaustedError, QUEUE_FULL),
+    (errors.KafkaTimeoutError, MSG_TIMED_OUT),
+    (errors.TransactionAbortedError, PURGE_QUEUE),
+    (errors.ProducerClosedError, DESTROY),
+    (errors.NetworkError, TRANSPORT),
+    (errors.IllegalStateError, STATE),
+    (errors.InvalidPartitionError, UNKNOWN_PARTITION),
+    (errors.ConfigError, INVALID_ARG),
 )
 
 
 def code_of(exc: BaseException) -> int:
     """librdkafka's code for a record (or call) that failed with ``exc``."""
-    code = getattr(exc, "rdkafka_code", None)
-    if code is not None:
-        return int(code)
+    own = getattr(exc, "rdkafka_code", None)
+    if own is not None:
+        return int(own)
     if isinstance(exc, (errors.ProducerFencedError, errors.InvalidProducerEpochError)):
-        return _FENCED
+        return FENCED
     if isinstance(exc, errors.BrokerResponseError) and exc.errno > 0:
         return exc.errno
-    for cls, code in _CODE_BY_CLASS:
+    for cls, cls_code in _CODE_BY_CLASS:
         if isinstance(exc, cls):
-            return code
+            return cls_code
     errno = getattr(exc, "errno", -1)
-    return errno if isinstance(errno, int) and errno > 0 else _FAIL
+    return errno if isinstance(errno, int) and errno > 0 else FAIL
 
 
 def from_exception(exc: BaseException) -> KafkaError:
@@ -429,17 +442,17 @@ def api_error(exc: BaseException, what: str) -> KafkaException:
     """The ``KafkaException`` a transactional or admin call raises for ``exc``, with librdkafka's
     flags: a fenced producer is fatal, a failed record makes the transaction abortable, a timeout
     is retriable."""
-    code = code_of(exc)
-    fatal = code == _FENCED or isinstance(exc, errors.TransactionalIdAuthorizationFailedError)
+    rd_code = code_of(exc)
+    fatal = rd_code == FENCED or isinstance(exc, errors.TransactionalIdAuthorizationFailedError)
     txn_requires_abort = isinstance(exc, errors.TransactionAbortableError)
     if txn_requires_abort:
-        code = _INCONSISTENT
+        rd_code = INCONSISTENT
     retriable = isinstance(exc, errors.KafkaTimeoutError) or (
         bool(getattr(exc, "retriable", False)) and not fatal
     )
     if isinstance(exc, errors.KafkaTimeoutError):
-        code = _TIMED_OUT
+        rd_code = TIMED_OUT
     detail = str(exc) or type(exc).__name__
     return KafkaException(
-        KafkaError(code, f"{what}: {detail}", fatal, retriable, txn_requires_abort)
+        KafkaError(rd_code, f"{what}: {detail}", fatal, retriable, txn_requires_abort)
     )

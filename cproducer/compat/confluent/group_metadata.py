@@ -15,17 +15,16 @@ import struct
 from typing import Any, Optional, Tuple
 
 from cproducer import ConsumerGroupMetadata
-from cproducer.compat.confluent.error import KafkaError, KafkaException
+from cproducer.compat.confluent.error import BAD_MSG, KafkaError, KafkaException
 
 _MAGIC = b"CGMDv2:"
-_BAD_MSG = -199
 # librdkafka copies the int32 in its host's order; confluent-kafka wheels are built for
 # little-endian hosts only, and the bytes are only ever read back on the same host
 _GENERATION = struct.Struct("=i")
 
 
 def _bad(reason: str) -> KafkaException:
-    return KafkaException(KafkaError(_BAD_MSG, f"consumer group metadata: {reason}"))
+    return KafkaException(KafkaError(BAD_MSG, f"consumer group metadata: {reason}"))
 
 
 def _printable(buf: bytes, start: int, what: str) -> Tuple[str, int]:

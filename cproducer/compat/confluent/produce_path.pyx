@@ -21,12 +21,22 @@ from cproducer.compat.confluent.partitioners cimport (
 )
 
 from cproducer import errors as _errors
-from cproducer.compat.confluent.error import KafkaError, KafkaException, code_of, from_exception
+from cproducer.compat.confluent.error import (
+    MSG_SIZE_TOO_LARGE,
+    MSG_TIMED_OUT,
+    QUEUE_FULL,
+    UNKNOWN_PARTITION,
+    KafkaError,
+    KafkaException,
+    code_of,
+    from_exception,
+)
 from cproducer.compat.confluent.partitioners import kind_of, seed
 
-cdef int _MSG_SIZE_TOO_LARGE = 10
-cdef int _UNKNOWN_PARTITION = -190
-cdef int _MSG_TIMED_OUT = -192
+cdef int _MSG_SIZE_TOO_LARGE = MSG_SIZE_TOO_LARGE
+cdef int _UNKNOWN_PARTITION = UNKNOWN_PARTITION
+cdef int _MSG_TIMED_OUT = MSG_TIMED_OUT
+cdef int _QUEUE_FULL = QUEUE_FULL
 
 
 cdef inline long long _wall_ms() noexcept nogil:
@@ -308,8 +318,10 @@ cdef class ProducePath:
                             self.send(topic, m._value, m._key, hdrs, part, m._timestamp, m)
                         except _errors.KafkaError as exc:
                             err = self._produce_error(exc)
-                            code = err.args[0].code() if isinstance(err, KafkaException) else -184
-                            m.complete_with(KafkaError(code))
+                            if isinstance(err, KafkaException):
+                                m.complete_with(KafkaError(err.args[0].code()))
+                            else:  # BufferError
+                                m.complete_with(KafkaError(_QUEUE_FULL))
                 finally:
                     del waiting[:i]
         finally:
@@ -362,7 +374,7 @@ cdef class ProducePath:
                              None, d.get("timestamp") or 0, d.get("headers"))
                 good += 1
             except BufferError:
-                d["_error"] = KafkaError(-184, "Message failed: Local: Queue full")
+                d["_error"] = KafkaError(_QUEUE_FULL, "Message failed: Local: Queue full")
             except KafkaException as exc:
                 err = exc.args[0]
                 d["_error"] = KafkaError(err.code(), f"Message failed: {err.str()}")

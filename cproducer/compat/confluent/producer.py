@@ -36,6 +36,13 @@ from cproducer import KafkaProducer, errors
 from cproducer.compat.confluent.cluster_metadata import cluster_metadata
 from cproducer.compat.confluent.config import FacadeConfig, merged, translate
 from cproducer.compat.confluent.error import (
+    ALL_BROKERS_DOWN,
+    INVALID_ARG,
+    NOT_CONFIGURED,
+    PURGE_INFLIGHT,
+    PURGE_QUEUE,
+    TIMED_OUT,
+    TRANSPORT,
     KafkaError,
     KafkaException,
     PurgedError,
@@ -45,12 +52,6 @@ from cproducer.compat.confluent.group_metadata import read_group_metadata
 from cproducer.compat.confluent.message import DeliveryReports, purge_in_flight
 from cproducer.compat.confluent.produce_path import ProducePath
 from cproducer.compat.confluent.statistics import Statistics
-
-_INVALID_ARG = -186
-_PURGE_QUEUE = -152
-_PURGE_INFLIGHT = -151
-_NOT_CONFIGURED = -145
-_TIMED_OUT = -185
 
 _instances = itertools.count(1)
 
@@ -77,7 +78,7 @@ class Producer:
             self._kp = KafkaProducer(producer_conf)
         except errors.ConfigError as exc:
             raise KafkaException(
-                KafkaError(_INVALID_ARG, f"Failed to create producer: {exc}")
+                KafkaError(INVALID_ARG, f"Failed to create producer: {exc}")
             ) from None
         self._reports = DeliveryReports()
         self._reports.only_errors = cfg.dr_only_error
@@ -220,15 +221,15 @@ class Producer:
         return True  # as confluent-kafka: a producer is true even with nothing queued
 
     def purge(self, in_queue: bool = True, in_flight: bool = True, blocking: bool = True) -> None:
-        """Fail the queued (``_PURGE_QUEUE``) and/or in-flight (``_PURGE_INFLIGHT``) messages;
+        """Fail the queued (``PURGE_QUEUE``) and/or in-flight (``PURGE_INFLIGHT``) messages;
         their reports come from the next poll()/flush(). An in-flight message's request still
         completes on the wire, its outcome is no longer reported."""
         self._check_open()
         acc = self._kp._accumulator
         if in_queue:
-            acc.abort_undrained_batches(PurgedError(_PURGE_QUEUE))
+            acc.abort_undrained_batches(PurgedError(PURGE_QUEUE))
         if in_flight:
-            purge_in_flight(acc.incomplete_batches(), KafkaError(_PURGE_INFLIGHT))
+            purge_in_flight(acc.incomplete_batches(), KafkaError(PURGE_INFLIGHT))
 
     # ------------------------------------------------------------------ metadata
     def list_topics(self, topic: Optional[str] = None, timeout: Optional[float] = -1) -> Any:
@@ -253,7 +254,7 @@ class Producer:
                     md.await_update(version, remaining * 1000.0)
         except errors.KafkaTimeoutError as exc:
             raise KafkaException(
-                KafkaError(_TIMED_OUT, f"Failed to get metadata: {exc}", retriable=True)
+                KafkaError(TIMED_OUT, f"Failed to get metadata: {exc}", retriable=True)
             ) from None
         except errors.KafkaError as exc:
             raise api_error(exc, "Failed to get metadata") from None
@@ -273,7 +274,7 @@ class Producer:
         if not self._config.transactional:
             raise KafkaException(
                 KafkaError(
-                    _NOT_CONFIGURED,
+                    NOT_CONFIGURED,
                     f"{what}: the transactional producer needs transactional.id",
                     fatal=False,
                 )
@@ -310,19 +311,19 @@ class Producer:
         self._txn("commit_transaction", lambda: self._kp.commit_transaction(_timeout_s(timeout)))
 
     def abort_transaction(self, timeout: Optional[float] = -1) -> None:
-        """Abort: in-flight messages report ``_PURGE_INFLIGHT``, queued ones ``_PURGE_QUEUE``."""
+        """Abort: in-flight messages report ``PURGE_INFLIGHT``, queued ones ``PURGE_QUEUE``."""
 
         def abort() -> None:
             acc = self._kp._accumulator
             if self._kp._transaction_manager.has_ongoing_transaction():
-                purge_in_flight(acc.incomplete_batches(), KafkaError(_PURGE_INFLIGHT))
+                purge_in_flight(acc.incomplete_batches(), KafkaError(PURGE_INFLIGHT))
             self._kp.abort_transaction(_timeout_s(timeout))
 
         self._txn("abort_transaction", abort)
 
     # ------------------------------------------------------------------ lifecycle
     def set_sasl_credentials(self, username: str, password: str) -> None:
-        raise KafkaException(KafkaError(_NOT_CONFIGURED, "SASL is not supported by cproducer yet"))
+        raise KafkaException(KafkaError(NOT_CONFIGURED, "SASL is not supported by cproducer yet"))
 
     def close(self, timeout: Optional[float] = -1) -> bool:
         """Flush (serving the delivery reports), then stop. Returns True."""
@@ -387,11 +388,11 @@ class _Events:
         if self._logger is not None and self._log_level <= logging.ERROR:
             self._reports.push_event(self._log, (logging.ERROR, "FAIL", f"{label}: {reason}"))
         if self._error_cb is not None:
-            self._reports.push_event(self._error_cb, KafkaError(-195, f"{label}: {reason}"))
+            self._reports.push_event(self._error_cb, KafkaError(TRANSPORT, f"{label}: {reason}"))
             if all_down:
                 self._reports.push_event(
                     self._error_cb,
-                    KafkaError(-187, f"{len(known)}/{len(known)} brokers are down"),
+                    KafkaError(ALL_BROKERS_DOWN, f"{len(known)}/{len(known)} brokers are down"),
                 )
 
     def _log(self, line: Any) -> None:
