@@ -118,6 +118,7 @@ ACCEPTED = [
     {"compression.type": "zstd", "compression.level": 12},
     {"compression.type": "gzip", "compression.level": 12},
     {"compression.type": "lz4", "compression.level": 0},
+    {"compression.type": "gzip", "compression.level": 0},
     {"acks": "all"},
     {"request.required.acks": -1},
     {"acks": 0},

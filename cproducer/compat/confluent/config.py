@@ -378,10 +378,14 @@ def translate(config: Mapping[str, Any]) -> FacadeConfig:
     p["compression.type"] = codec
     level = rd_int("compression.level", take("compression.level", -1), -1, 12)
     if level != -1:
+        # librdkafka's per-codec ranges onto Java's (KIP-390); none and snappy ignore it, as in
+        # librdkafka
         if codec == "gzip":
-            p["compression.gzip.level"] = min(level, 9)
+            p["compression.gzip.level"] = min(max(level, 1), 9)  # zlib's 0 stores: 1 is nearest
         elif codec == "lz4":
-            p["compression.lz4.level"] = max(level, 1)
+            # lz4 below 3 is its fast compressor, Java's level 9 (its default) too; 3..12 are
+            # the high-compression levels, where 9 becomes 10 (9 would mean the fast one)
+            p["compression.lz4.level"] = 9 if level < 3 else (10 if level == 9 else level)
         elif codec == "zstd":
             p["compression.zstd.level"] = level
 

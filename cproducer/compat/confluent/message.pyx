@@ -19,12 +19,11 @@ cycle through a message lasts no longer than librdkafka keeps its own reference 
 cimport cython
 from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
 
-from cproducer.producer.internals.produce_request_result cimport RecordMetadata
 from cproducer.producer.internals.producer_batch cimport ProducerBatch
 
 import threading
 
-from cproducer.compat.confluent.error import from_exception
+from cproducer.compat.confluent.error import FAIL, KafkaError, from_exception
 
 cdef enum:
     TIMESTAMP_NOT_AVAILABLE = 0
@@ -119,21 +118,27 @@ cdef class Message:
     def __call__(self, metadata, exc):
         """The record's completion (cproducer's callback protocol), on the I/O thread."""
         cdef DeliveryReports reports
-        cdef RecordMetadata md
-        cdef long long ts
+        cdef tuple md
+        cdef long long offset, ts
         if self.state != PENDING:
             return  # purged already: the real outcome comes too late
         self.state = COMPLETED
         self._latency_us = (_now_ns() - self.started_ns) // 1000
-        if exc is None:
-            md = <RecordMetadata?>metadata
-            self._offset = md.offset if md.offset >= 0 else OFFSET_INVALID  # acks=0: none
-            ts = md.timestamp
-            if ts != self._timestamp:  # the broker set it: the topic uses LogAppendTime
-                self._timestamp = ts
-                self._tstype = TIMESTAMP_LOG_APPEND_TIME
-        else:
-            self._error = from_exception(exc)
+        try:
+            if exc is None:
+                # cproducer's RecordMetadata is a tuple: (topic, partition, topic_partition,
+                # offset, timestamp, ...)
+                md = <tuple>metadata if isinstance(metadata, tuple) else tuple(metadata)
+                offset = md[3]
+                self._offset = offset if offset >= 0 else OFFSET_INVALID  # acks=0: none
+                ts = md[4]
+                if ts != self._timestamp:  # the broker set it: the topic uses LogAppendTime
+                    self._timestamp = ts
+                    self._tstype = TIMESTAMP_LOG_APPEND_TIME
+            else:
+                self._error = from_exception(exc)
+        except Exception as failure:  # never lose the report
+            self._error = KafkaError(FAIL, f"delivery report: {failure!r}")
         reports = self.reports
         self.reports = None
         reports.push(self)
