@@ -233,7 +233,7 @@ def test_mapped_values_reach_the_java_configuration() -> None:
     [
         ("socket.timeout.ms", "request.timeout.ms"),
         ("debug", "logging"),
-        ("sasl.username", "SASL"),
+        ("sasl.kerberos.keytab", "Kerberos"),
         ("message.copy.max.bytes", "copies"),
         ("enable.gapless.guarantee", "not implemented"),
     ],

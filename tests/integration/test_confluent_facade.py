@@ -10,13 +10,14 @@ transactions with a consumer's ``position()`` and ``consumer_group_metadata()``.
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import threading
 import time
 import uuid
 from types import ModuleType
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import confluent_kafka
 import pytest
@@ -27,6 +28,7 @@ import cproducer.compat.confluent as facade
 from cproducer.compat.confluent.partitioners import NAMES, hash_partition, is_sticky
 from cproducer.localbroker import LocalBroker, free_port
 from tests.integration.readback import ConsumedRecord, by_partition, read_back
+from tests.tools.sasl_front import SaslFront
 
 CLIENTS = [pytest.param(confluent_kafka, id="confluent_kafka"), pytest.param(facade, id="facade")]
 
@@ -661,3 +663,100 @@ def test_switching_the_import_keeps_every_key_on_its_partition(
         partitions.setdefault(r.key, set()).add(r.partition)
     assert len(partitions) == len(KEYS)
     assert all(len(parts) == 1 for parts in partitions.values())
+
+
+# ------------------------------------------------------------------ SASL
+
+SASL_PASSWORD = "facade-s3cret-pw"
+
+
+@pytest.fixture(scope="module")
+def sasl_front() -> Iterator[SaslFront]:
+    """A Tansu broker behind a SASL front that advertises the front's port."""
+    port = free_port()
+    with LocalBroker(advertised_port=port) as upstream:
+        with SaslFront(upstream.bootstrap_servers, users={"alice": SASL_PASSWORD}, port=port) as f:
+            f.create_topic = upstream.create_topic  # type: ignore[attr-defined]
+            yield f
+
+
+def _oauth_cb(config: Any) -> Tuple[str, float]:
+    claims = {"sub": "alice", "iat": time.time(), "exp": time.time() + 300}
+    part = base64.urlsafe_b64encode(json.dumps(claims).encode()).rstrip(b"=").decode()
+    header = base64.urlsafe_b64encode(b'{"alg":"none"}').rstrip(b"=").decode()
+    return f"{header}.{part}.", claims["exp"]
+
+
+@pytest.mark.parametrize(
+    "mechanism, settings",
+    [
+        ("PLAIN", {"sasl.username": "alice", "sasl.password": SASL_PASSWORD}),
+        ("SCRAM-SHA-256", {"sasl.username": "alice", "sasl.password": SASL_PASSWORD}),
+        ("SCRAM-SHA-512", {"sasl.username": "alice", "sasl.password": SASL_PASSWORD}),
+        (
+            "OAUTHBEARER",
+            {
+                "enable.sasl.oauthbearer.unsecure.jwt": True,
+                "sasl.oauthbearer.config": "principal=alice lifeSeconds=300",
+            },
+        ),
+        ("OAUTHBEARER", {"oauth_cb": _oauth_cb}),
+    ],
+    ids=["plain", "scram-256", "scram-512", "oauth-unsecured-jwt", "oauth_cb"],
+)
+def test_sasl_settings_authenticate(
+    client: ModuleType, sasl_front: SaslFront, mechanism: str, settings: Dict[str, Any]
+) -> None:
+    topic = f"facade-sasl-{uuid.uuid4().hex[:8]}"
+    sasl_front.create_topic(topic, 1)  # type: ignore[attr-defined]
+    conf = {
+        "bootstrap.servers": sasl_front.bootstrap_servers,
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanisms": mechanism,
+        **settings,
+    }
+    before = len(sasl_front.authentications)
+    p = client.Producer(conf)
+    reports = Reports()
+    for i in range(20):
+        p.produce(topic, b"s%d" % i, on_delivery=reports)
+    assert p.flush(30) == 0
+    assert len(reports.items) == 20 and not reports.errors
+    done = sasl_front.authentications[before:]
+    assert done and {(a.mechanism, a.principal) for a in done} == {(mechanism, "alice")}
+
+
+def test_a_wrong_sasl_password_fails_the_messages(
+    client: ModuleType, sasl_front: SaslFront
+) -> None:
+    reports = Reports()
+    p = client.Producer(
+        {
+            "bootstrap.servers": sasl_front.bootstrap_servers,
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanisms": "SCRAM-SHA-256",
+            "sasl.username": "alice",
+            "sasl.password": "wrong",
+            "message.timeout.ms": 3000,
+        }
+    )
+    p.produce("anything", b"x", on_delivery=reports)
+    assert p.flush(30) == 0
+    assert len(reports.errors) == 1  # never delivered
+
+
+def test_sasl_refusals_name_what_to_set(broker: LocalBroker) -> None:
+    base = {"bootstrap.servers": broker.bootstrap_servers, "security.protocol": "SASL_PLAINTEXT"}
+    with pytest.raises(facade.KafkaException, match="GSSAPI"):
+        facade.Producer(base)  # librdkafka's default mechanism
+    with pytest.raises(facade.KafkaException, match="oauth_cb"):
+        facade.Producer({**base, "sasl.mechanism": "OAUTHBEARER"})
+    with pytest.raises(facade.KafkaException, match="principal"):
+        facade.Producer(
+            {
+                **base,
+                "sasl.mechanism": "OAUTHBEARER",
+                "enable.sasl.oauthbearer.unsecure.jwt": True,
+                "sasl.oauthbearer.config": "lifeSeconds=60",
+            }
+        )

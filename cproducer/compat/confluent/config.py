@@ -57,6 +57,7 @@ _CONSUMER_ONLY = frozenset(
 
 _ALIASES = {
     "metadata.broker.list": "bootstrap.servers",
+    "sasl.mechanisms": "sasl.mechanism",
     "max.in.flight": "max.in.flight.requests.per.connection",
     "queue.buffering.max.ms": "linger.ms",
     "message.send.max.retries": "retries",
@@ -73,7 +74,7 @@ _HINTS = {
     "debug": "cproducer logs through the logging module: "
     "logging.getLogger('cproducer').setLevel(logging.DEBUG), or pass logger=",
     "throttle_cb": "not reported by cproducer yet",
-    "oauth_cb": "SASL is not supported by cproducer yet",
+    "oauth_cb": "oauth_cb is used with sasl.mechanism=OAUTHBEARER",
     "dr_cb": "pass on_delivery (per produce() call or in the configuration)",
     "dr_msg_cb": "pass on_delivery (per produce() call or in the configuration)",
     "enable.gapless.guarantee": "not implemented; with enable.idempotence=true a failed batch "
@@ -454,8 +455,10 @@ def translate(config: Mapping[str, Any]) -> FacadeConfig:
     if values:
         key = sorted(values)[0]
         hint = _HINTS.get(key)
-        if hint is None and key.startswith("sasl."):
-            hint = "SASL is not supported by cproducer yet"
+        if hint is None and key.startswith("sasl.kerberos"):
+            hint = "Kerberos (GSSAPI) is not supported by cproducer"
+        elif hint is None and key.startswith("sasl."):
+            hint = "not used with this security.protocol/sasl.mechanism, or not supported"
         raise _invalid(
             f'Configuration property "{key}" is not supported by cproducer\'s confluent-kafka '
             f"facade: {hint or 'it has no cproducer equivalent; remove it'}"
@@ -486,8 +489,9 @@ def _tls(values: Dict[str, Any], p: Dict[str, Any], hooks: Dict[str, Any]) -> No
         values.pop("security.protocol", "plaintext"),
         ("plaintext", "ssl", "sasl_plaintext", "sasl_ssl"),
     )
+    p["security.protocol"] = protocol
     if protocol.startswith("sasl"):
-        raise _invalid(f"security.protocol={protocol}: SASL is not supported by cproducer yet")
+        _sasl(values, p, hooks)
     names = (
         "ssl.ca.location",
         "ssl.ca.pem",
@@ -498,7 +502,7 @@ def _tls(values: Dict[str, Any], p: Dict[str, Any], hooks: Dict[str, Any]) -> No
         "ssl.endpoint.identification.algorithm",
     )
     settings = {n: values.pop(n) for n in names if n in values}
-    if protocol != "ssl":
+    if protocol not in ("ssl", "sasl_ssl"):
         if settings:
             raise _invalid(
                 f"{sorted(settings)[0]} is set but security.protocol is {protocol}: set "
@@ -544,8 +548,111 @@ def _tls(values: Dict[str, Any], p: Dict[str, Any], hooks: Dict[str, Any]) -> No
     context.check_hostname = verify and check_host
     if not verify:
         context.verify_mode = ssl.CERT_NONE
-    p["security.protocol"] = "ssl"
     hooks["ssl_context"] = context
+
+
+_OAUTHBEARER_MODULE = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
+
+
+class _OAuthCallback:
+    """confluent-kafka's ``oauth_cb(sasl.oauthbearer.config)`` -> ``(token, expiry_s[,
+    principal[, extensions]])`` as cproducer's token provider (``token()``, ``extensions()``)."""
+
+    def __init__(self, callback: Callable[[Any], Any], config: Any) -> None:
+        self._callback = callback
+        self._config = config
+        self._extensions: Dict[str, str] = {}
+
+    def token(self) -> Tuple[str, float]:
+        got = self._callback(self._config)
+        if not isinstance(got, tuple) or len(got) < 2:
+            raise TypeError("oauth_cb must return (token, expiry[, principal[, extensions]])")
+        self._extensions = dict(got[3]) if len(got) > 3 and got[3] else {}
+        return (got[0], got[1])
+
+    def extensions(self) -> Dict[str, str]:
+        return self._extensions
+
+    def __repr__(self) -> str:  # never the token
+        return f"_OAuthCallback({self._callback!r})"
+
+
+def _sasl(values: Dict[str, Any], p: Dict[str, Any], hooks: Dict[str, Any]) -> None:
+    """librdkafka's SASL settings onto cproducer's: PLAIN and SCRAM with sasl.username and
+    sasl.password; OAUTHBEARER with ``oauth_cb``, OIDC (``sasl.oauthbearer.method=oidc``) or an
+    unsecured JWT (``enable.sasl.oauthbearer.unsecure.jwt`` with ``sasl.oauthbearer.config``,
+    turned into Java's unsecuredLogin* options)."""
+    mechanism = _text("sasl.mechanism", values.pop("sasl.mechanism", "GSSAPI")).strip().upper()
+    if mechanism == "GSSAPI":
+        raise _invalid(
+            "sasl.mechanism=GSSAPI (librdkafka's default): Kerberos is not supported by "
+            "cproducer; set sasl.mechanism to PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER"
+        )
+    p["sasl.mechanism"] = mechanism
+    for key in ("sasl.username", "sasl.password"):
+        if key in values:
+            p[key] = _text(key, values.pop(key))
+    if mechanism != "OAUTHBEARER":
+        return
+    method = rd_choice(
+        "sasl.oauthbearer.method",
+        values.pop("sasl.oauthbearer.method", "default"),
+        ("default", "oidc"),
+    )
+    oauth_cb = values.pop("oauth_cb", None)
+    config = values.pop("sasl.oauthbearer.config", None)
+    unsecure = rd_bool(
+        "enable.sasl.oauthbearer.unsecure.jwt",
+        values.pop("enable.sasl.oauthbearer.unsecure.jwt", False),
+    )
+    if method == "oidc":
+        for theirs, ours in (
+            ("sasl.oauthbearer.client.id", "sasl.oauthbearer.client.credentials.client.id"),
+            ("sasl.oauthbearer.client.secret", "sasl.oauthbearer.client.credentials.client.secret"),
+            ("sasl.oauthbearer.token.endpoint.url", "sasl.oauthbearer.token.endpoint.url"),
+            ("sasl.oauthbearer.scope", "sasl.oauthbearer.scope"),
+        ):
+            if theirs in values:
+                p[ours] = _text(theirs, values.pop(theirs))
+        return
+    if oauth_cb is not None:
+        hooks["sasl_oauth_token_provider"] = _OAuthCallback(_callable("oauth_cb", oauth_cb), config)
+        return
+    if not unsecure:
+        raise _invalid(
+            "sasl.mechanism=OAUTHBEARER needs oauth_cb, sasl.oauthbearer.method=oidc, or "
+            "enable.sasl.oauthbearer.unsecure.jwt=true with sasl.oauthbearer.config"
+        )
+    p["sasl.jaas.config"] = _unsecured_jaas(_text("sasl.oauthbearer.config", config or ""))
+
+
+def _unsecured_jaas(config: str) -> str:
+    """librdkafka's unsecured-JWT settings (``principal=alice lifeSeconds=300 scope=a,b
+    extension_k=v``) as Java's JAAS line for its unsecured OAUTHBEARER login."""
+    pairs: Dict[str, str] = {}
+    for item in config.split():
+        key, sep, value = item.partition("=")
+        if not sep or '"' in value:
+            raise _invalid(f"sasl.oauthbearer.config: {item!r} is not name=value")
+        pairs[key] = value
+    claim = pairs.pop("principalClaimName", "sub")
+    scope_claim = pairs.pop("scopeClaimName", "scope")
+    if "principal" not in pairs:
+        raise _invalid("sasl.oauthbearer.config: principal= is required for unsecured JWTs")
+    options = {
+        "unsecuredLoginPrincipalClaimName": claim,
+        f"unsecuredLoginStringClaim_{claim}": pairs.pop("principal"),
+    }
+    if "lifeSeconds" in pairs:
+        options["unsecuredLoginLifetimeSeconds"] = pairs.pop("lifeSeconds")
+    if "scope" in pairs:
+        options[f"unsecuredLoginListClaim_{scope_claim}"] = "," + pairs.pop("scope")
+    for key in [k for k in pairs if k.startswith("extension_")]:
+        options["unsecuredLoginExtension_" + key[len("extension_") :]] = pairs.pop(key)
+    if pairs:
+        raise _invalid(f"sasl.oauthbearer.config: unknown setting {sorted(pairs)[0]!r}")
+    body = " ".join(f'{k}="{v}"' for k, v in options.items())
+    return f"{_OAUTHBEARER_MODULE} required {body};"
 
 
 def describe(cfg: FacadeConfig) -> List[Tuple[str, Any]]:
