@@ -323,7 +323,14 @@ class Producer:
 
     # ------------------------------------------------------------------ lifecycle
     def set_sasl_credentials(self, username: str, password: str) -> None:
-        raise KafkaException(KafkaError(NOT_CONFIGURED, "SASL is not supported by cproducer yet"))
+        """Not supported: cproducer's SASL credentials are fixed when the producer is made."""
+        raise KafkaException(
+            KafkaError(
+                NOT_CONFIGURED,
+                "set_sasl_credentials: cproducer takes SASL credentials at construction only "
+                "(sasl.username, sasl.password); make a new Producer",
+            )
+        )
 
     def close(self, timeout: Optional[float] = -1) -> bool:
         """Flush (serving the delivery reports), then stop. Returns True."""
