@@ -175,7 +175,7 @@ def test_rebootstrap_goes_back_to_the_bootstrap_servers() -> None:
 
 
 def test_a_full_listing_asks_for_every_topic_once_and_again_after_a_failure() -> None:
-    md = ProducerMetadata(time_ms=lambda: 0)
+    md = ProducerMetadata(topic_time_ms=lambda: 0)
     md.bootstrap([("h", 9092)])
     md.add("t", 0)
     md.update(response(topic("t")), False, 1)

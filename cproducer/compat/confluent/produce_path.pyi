@@ -14,6 +14,7 @@ class ProducePath:
         send: Callable[..., Any],
         metadata: Any,
         wakeup: Callable[[], None],
+        topic_time_ms: Callable[[], int],
         reports: DeliveryReports,
         partitioner: str,
         sticky_ms: int,

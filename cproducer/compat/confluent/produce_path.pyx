@@ -125,6 +125,7 @@ cdef class ProducePath:
     cdef object send
     cdef object metadata
     cdef object wakeup
+    cdef object topic_time_ms
     cdef dict topics
     cdef DeliveryReports reports
     cdef public object default_callback
@@ -142,14 +143,16 @@ cdef class ProducePath:
     cdef public object poll_slow
     cdef public bint quick_poll
 
-    def __init__(self, send, metadata, wakeup, DeliveryReports reports, str partitioner,
-                 long long sticky_ms, long long max_count, long long max_size,
+    def __init__(self, send, metadata, wakeup, topic_time_ms, DeliveryReports reports,
+                 str partitioner, long long sticky_ms, long long max_count, long long max_size,
                  long long message_timeout_ms, default_callback=None):
         """``send``: cproducer's ``KafkaProducer.send``; ``metadata``: its ``ProducerMetadata``
-        (``version``, ``fetch()``, ``add()``); ``wakeup``: wakes its I/O thread."""
+        (``version``, ``fetch()``, ``add()``); ``wakeup``: wakes its I/O thread;
+        ``topic_time_ms``: the producer's clock for when a topic was last used."""
         self.send = send
         self.metadata = metadata
         self.wakeup = wakeup
+        self.topic_time_ms = topic_time_ms
         self.topics = {}
         self.reports = reports
         self.default_callback = default_callback
@@ -182,7 +185,7 @@ cdef class ProducePath:
         count = cluster.partition_count_for_topic(topic)
         if count is None:
             count = 0
-            self.metadata.add(topic, _wall_ms())  # the next metadata update asks for it
+            self.metadata.add(topic, self.topic_time_ms())  # the next update asks for it
             self.wakeup()
         if st.count != count:
             st.sticky = -1

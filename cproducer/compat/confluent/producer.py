@@ -86,6 +86,7 @@ class Producer:
             self._kp.send,
             self._kp._metadata,
             self._kp._sender.wakeup,
+            self._kp._batch_time_ms,
             self._reports,
             cfg.partitioner,
             cfg.sticky_linger_ms,
@@ -144,7 +145,7 @@ class Producer:
         """Wait up to ``timeout_s`` until ``topic``'s partitions are known."""
         md = self._kp._metadata
         deadline = time.monotonic() + timeout_s
-        md.add(topic, int(time.time() * 1000))
+        md.add(topic, self._kp._batch_time_ms())
         while md.fetch().partition_count_for_topic(topic) is None:
             remaining = deadline - time.monotonic()
             if remaining <= 0:

@@ -52,7 +52,7 @@ class Statistics:
         cluster = kp._metadata.fetch()
         now = time.monotonic()
         connected = set(kp._client._conns)
-        bootstrap = {(n.host, n.port) for n in kp._metadata.nodes_for_bootstrap()}
+        bootstrap = {(host, port) for host, port in kp.config["bootstrap.servers"]}
         brokers: Dict[str, Any] = {}
         for node in cluster.nodes:
             name = f"{node.host}:{node.port}/{node.id}"
@@ -73,7 +73,8 @@ class Statistics:
                 "txbytes": metrics.get(f"node-{node.id}.outgoing-byte-total", 0),
                 "toppars": toppars,
             }
-        metadata_age_ms = int(max(0.0, (time.time() * 1000) - kp._metadata._last_refresh_ms))
+        last_refresh = kp._metadata._last_refresh_ms  # the producer's monotonic ms
+        metadata_age_ms = max(0, kp._clock.monotonic_ms() - last_refresh) if last_refresh else -1
         topics: Dict[str, Any] = {}
         for topic in sorted(cluster.topics):
             partitions: Dict[str, Any] = {}
