@@ -21,7 +21,7 @@ import logging
 import math
 import re
 import ssl
-from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Tuple
+from typing import Any, Callable, Dict, Mapping, NamedTuple, Optional, Tuple
 
 from cproducer.compat.confluent.error import INVALID_ARG, KafkaError, KafkaException
 
@@ -653,10 +653,3 @@ def _unsecured_jaas(config: str) -> str:
         raise _invalid(f"sasl.oauthbearer.config: unknown setting {sorted(pairs)[0]!r}")
     body = " ".join(f'{k}="{v}"' for k, v in options.items())
     return f"{_OAUTHBEARER_MODULE} required {body};"
-
-
-def describe(cfg: FacadeConfig) -> List[Tuple[str, Any]]:
-    """The translated settings, secrets left out (for debugging a migration)."""
-    return sorted(
-        (k, v) for k, v in cfg.producer.items() if k not in ("ssl_context", "ssl.key.password")
-    )
