@@ -525,9 +525,12 @@ def test_abort_reports_every_message_and_the_next_transaction_commits(
     topic = new_topic(1)
     p = _producer(client, broker, transactional_id=f"abort-{uuid.uuid4().hex[:8]}")
     p.init_transactions(10)
-    with pytest.raises(client.KafkaException) as info:
-        p.produce(topic, b"outside")
-    assert info.value.args[0].code() == client.KafkaError._STATE
+    for _known in (False, True):  # before and after the topic's metadata is known
+        with pytest.raises(client.KafkaException) as info:
+            p.produce(topic, b"outside")
+        assert info.value.args[0].code() == client.KafkaError._STATE
+        p.list_topics(topic, timeout=10)
+    assert len(p) == 0
     with pytest.raises(client.KafkaException) as info:
         p.commit_transaction(5)
     assert info.value.args[0].code() == client.KafkaError._STATE

@@ -12,6 +12,7 @@ class ProducePath:
     def __init__(
         self,
         send: Callable[..., Any],
+        check_send: Callable[[], None],
         metadata: Any,
         wakeup: Callable[[], None],
         topic_time_ms: Callable[[], int],

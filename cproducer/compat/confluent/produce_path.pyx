@@ -126,6 +126,7 @@ cdef class ProducePath:
     cdef object metadata
     cdef object wakeup
     cdef object topic_time_ms
+    cdef object check_send
     cdef dict topics
     cdef DeliveryReports reports
     cdef public object default_callback
@@ -143,13 +144,16 @@ cdef class ProducePath:
     cdef public object poll_slow
     cdef public bint quick_poll
 
-    def __init__(self, send, metadata, wakeup, topic_time_ms, DeliveryReports reports,
-                 str partitioner, long long sticky_ms, long long max_count, long long max_size,
-                 long long message_timeout_ms, default_callback=None):
-        """``send``: cproducer's ``KafkaProducer.send``; ``metadata``: its ``ProducerMetadata``
-        (``version``, ``fetch()``, ``add()``); ``wakeup``: wakes its I/O thread;
-        ``topic_time_ms``: the producer's clock for when a topic was last used."""
+    def __init__(self, send, check_send, metadata, wakeup, topic_time_ms,
+                 DeliveryReports reports, str partitioner, long long sticky_ms,
+                 long long max_count, long long max_size, long long message_timeout_ms,
+                 default_callback=None):
+        """``send``: cproducer's ``KafkaProducer.send``; ``check_send``: what ``send`` refuses
+        before looking at the record (closed, no open transaction); ``metadata``: its
+        ``ProducerMetadata`` (``version``, ``fetch()``, ``add()``); ``wakeup``: wakes its I/O
+        thread; ``topic_time_ms``: the producer's clock for when a topic was last used."""
         self.send = send
+        self.check_send = check_send
         self.metadata = metadata
         self.wakeup = wakeup
         self.topic_time_ms = topic_time_ms
@@ -253,7 +257,9 @@ cdef class ProducePath:
                 timestamp = _wall_ms()
             st = self._topic(topic)
             if st.count == 0 or st.waiting:
-                # no metadata yet (or earlier messages still wait for it: keep their order)
+                # no metadata yet (or earlier messages still wait for it: keep their order);
+                # what send() would refuse at once is refused now (outside a transaction)
+                self.check_send()
                 m = new_message(self.reports, topic, key, value, vlen, -1, timestamp, callback)
                 st.waiting.append((m, hdrs, partition, _mono_ms()))
                 self.waiting += 1

@@ -84,6 +84,7 @@ class Producer:
         self._reports.only_errors = cfg.dr_only_error
         self._path = ProducePath(
             self._kp.send,
+            self._kp._check_can_send,
             self._kp._metadata,
             self._kp._sender.wakeup,
             self._kp._batch_time_ms,
