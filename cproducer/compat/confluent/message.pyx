@@ -1,3 +1,6 @@
+# cython: freethreading_compatible=False
+# Free-threaded Python: keeps the GIL. The report queue and the queue counters are shared by the
+# producing, polling and I/O threads without a lock: the GIL makes each update atomic.
 """confluent-kafka's ``Message`` and the queue of delivery reports.
 
 A produced message is a ``Message`` from ``produce()`` on: the record's completion callback in

@@ -1,3 +1,5 @@
+# cython: freethreading_compatible=True
+# Free-threaded Python: safe. Pure functions; the CRC table is written once, at import.
 """librdkafka's partitioners, placing each key where librdkafka would (rdkafka_msg.c).
 
 The hash functions: ``consistent`` is CRC-32 (the zlib/IEEE polynomial) of the key modulo the

@@ -1,3 +1,6 @@
+# cython: freethreading_compatible=False
+# Free-threaded Python: keeps the GIL. The per-topic state, the waiting messages and the random
+# source are shared by the producing threads without a lock: the GIL makes each update atomic.
 """The per-message work of the facade's ``produce()``: librdkafka's checks, queue accounting and
 partitioning, then cproducer's ``send`` with the message itself as the completion callback.
 
