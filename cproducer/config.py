@@ -495,6 +495,7 @@ _HOOKS = (
     "ssl_context",
     "sasl_oauth_token_provider",
     "host_resolver",
+    "batch_max_records",  # the confluent-kafka facade: librdkafka's batch.num.messages
 )
 
 _client_ids = itertools.count(1)

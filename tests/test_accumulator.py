@@ -745,3 +745,19 @@ def test_abort_queued_batches_fails_the_unsent_and_returns_the_retries() -> None
     assert all(str(e) == "refused" for _, e in calls)
     assert not back[0].is_done  # the Sender fails it, through the transaction manager
     assert in_flight[0].complete(0, -1)  # the one in flight is still open
+
+
+def test_max_batch_records_closes_a_batch_at_that_count() -> None:
+    a, c = acc(batch_size=1 << 16, linger=10_000, max_batch_records=3), cluster()
+    results = [append(a, c, 0, value=b"v%d" % i) for i in range(7)]
+    assert [r.new_batch_created for r in results] == [True, False, False] * 2 + [True]
+    assert [r.batch_is_full for r in results[:3]] == [False, False, True]  # full at 3: send it
+    assert a.ready(c, 0).ready_nodes == {1}  # before linger.ms
+    batches = a.batches_of(TP0)
+    assert [b.record_count for b in batches] == [3, 3, 1]
+    unlimited = acc(batch_size=1 << 16, linger=10_000)
+    for i in range(7):
+        append(unlimited, c, 0, value=b"v%d" % i)
+    assert [b.record_count for b in unlimited.batches_of(TP0)] == [7]
+    with pytest.raises(ValueError, match="max_batch_records must be >= 0"):
+        acc(max_batch_records=-1)

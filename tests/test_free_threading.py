@@ -25,6 +25,7 @@ WITHOUT_GIL = {
     "cproducer/record/record_batch_builder.pyx",  # the partition deque's native mutex
     "cproducer/record/record_batch_reader.pyx",  # stateless, reads a builder held by its caller
     "cproducer/utils/fast_lock.pyx",  # the native mutex itself
+    "cproducer/compat/confluent/partitioners.pyx",  # stateless (its table is built at import)
 }
 
 

@@ -172,3 +172,23 @@ def test_rebootstrap_goes_back_to_the_bootstrap_servers() -> None:
     assert md.version == v + 1 and md.topics == ["t"]  # the topics in use are kept
     md.rebootstrap()  # resolving fails now (no answer left): the last addresses stay
     assert [n.host for n in md.fetch().nodes] == ["b2", "b3"]
+
+
+def test_a_full_listing_asks_for_every_topic_once_and_again_after_a_failure() -> None:
+    md = ProducerMetadata(topic_time_ms=lambda: 0)
+    md.bootstrap([("h", 9092)])
+    md.add("t", 0)
+    md.update(response(topic("t")), False, 1)
+    answered = md.request_full_listing()
+    assert md.update_requested()
+    req, partial = md.new_metadata_request(2)
+    assert req.topics is None and not partial and not req.allow_auto_topic_creation
+    md.failed_update(3, errors.NetworkError("lost"))
+    assert md.listings == answered  # not answered: the next request asks again
+    req, _ = md.new_metadata_request(4)
+    assert req.topics is None
+    md.update(response(topic("t"), topic("other", 3)), False, 5)
+    assert md.listings == answered + 1
+    assert md.fetch().partition_count_for_topic("other") == 3
+    req, _ = md.new_metadata_request(6)
+    assert req.topics == ["t"]  # then back to the topics in use

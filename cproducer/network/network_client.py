@@ -240,6 +240,9 @@ class NetworkClient:
         self._factory_takes_address = takes_address(socket_factory)
         self.max_response_size = max_response_size
         self.sasl_authenticator_factory = sasl_authenticator_factory
+        #: ``fn(node_id, host, port, up, reason)`` on the I/O thread when a connection becomes
+        #: ready (up) or fails to connect / is lost (a facade's error events)
+        self.connection_listener: Optional[Callable[[int, str, int, bool, str], None]] = None
         # authentication failures not yet taken by the Sender (it fails the waiting batches)
         self._authentication_failures: List[Tuple[int, BaseException]] = []
         self.host_resolver = host_resolver
@@ -346,6 +349,7 @@ class NetworkClient:
             self._record_failure(node.id)
             if self.metadata_updater is not None:
                 self.metadata_updater.handle_disconnection(node.id)
+            self._tell_listener(node.id, node.host, node.port, False, f"connect failed: {exc}")
             return
         conn = _Connection(node.id, node.host, node.port, sock, CONNECTING, now_ms)
         conn.tls = hasattr(sock, "wants_write")
@@ -707,6 +711,7 @@ class NetworkClient:
             b.failures = 0
             b.backoff_ms = 0
         log.debug("node %s ready", conn.node_id)
+        self._tell_listener(conn.node_id, conn.host, conn.port, True, "ready")
 
     # ------------------------------------------------------------------ SASL
     def _handle_sasl(self, conn: _Connection, response: Any, now_ms: int) -> bool:
@@ -821,6 +826,15 @@ class NetworkClient:
         if self.metadata_updater is not None:
             auth_error = exc if isinstance(exc, errors.AuthenticationError) else None
             self.metadata_updater.handle_disconnection(conn.node_id, auth_error)
+        self._tell_listener(conn.node_id, conn.host, conn.port, False, reason)
+
+    def _tell_listener(self, node_id: int, host: str, port: int, up: bool, reason: str) -> None:
+        listener = self.connection_listener
+        if listener is not None:
+            try:
+                listener(node_id, host, port, up, reason)
+            except Exception:
+                log.exception("error in the connection listener")
 
     def _complete(self, resp: ClientResponse) -> None:
         cb = resp.request.callback

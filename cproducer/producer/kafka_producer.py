@@ -188,6 +188,7 @@ class KafkaProducer:
                 else None
             ),
             random=cfg.hooks.get("random"),
+            max_batch_records=cfg.hooks.get("batch_max_records", 0),
         )
         client_kwargs: Dict[str, Any] = {}
         if "socket_factory" in cfg.hooks:

@@ -68,6 +68,10 @@ class ProducerMetadata:
         self._new_topics: Set[str] = set()
         self._need_full_update = False
         self._need_partial_update = False
+        # listings of every topic: asked for, sent, and how many answered so far
+        self._list_all_topics = False
+        self._listing_in_flight = False
+        self.listings = 0
         self._last_refresh_ms = 0
         self._last_successful_refresh_ms = 0
         self._failed_attempts = 0
@@ -146,6 +150,15 @@ class ProducerMetadata:
                 self._need_full_update = True
             return self.version
 
+    def request_full_listing(self) -> int:
+        """The next update asks for every topic of the cluster (a listing: the updates after it
+        go back to the topics in use). Returns the count of listings answered so far: the
+        listing asked for here is in once ``listings`` passed it."""
+        with self._lock:
+            self._list_all_topics = True
+            self._need_full_update = True
+            return self.listings
+
     def update_requested(self) -> bool:
         return self._need_full_update or self._need_partial_update
 
@@ -205,6 +218,10 @@ class ProducerMetadata:
         """(request, is_partial): only new topics when just those are due, else all in use."""
         with self._lock:
             self._expire_idle_topics(self.topic_time_ms())
+            if self._list_all_topics:
+                self._list_all_topics = False
+                self._listing_in_flight = True
+                return MetadataRequest(None, False), False
             if self._need_partial_update and not self._need_full_update and self._new_topics:
                 return MetadataRequest(sorted(self._new_topics), True), True
             return MetadataRequest(sorted(self._topics), True), False
@@ -298,6 +315,9 @@ class ProducerMetadata:
             self._failed_attempts = 0
             self._last_error = None
             self._fatal_error = None
+            if self._listing_in_flight:
+                self._listing_in_flight = False
+                self.listings += 1
             self.version += 1
             self._updated.notify_all()
 
@@ -356,6 +376,10 @@ class ProducerMetadata:
         self._last_refresh_ms = now_ms
         self._failed_attempts += 1
         self._last_error = exc
+        if self._listing_in_flight:  # ask for the listing again
+            self._listing_in_flight = False
+            self._list_all_topics = True
+            self._need_full_update = True
 
     def close(self) -> None:
         with self._lock:

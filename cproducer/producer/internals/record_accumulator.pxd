@@ -62,6 +62,7 @@ cdef class RecordAccumulator:
     cdef object _budget  # the pool when it is a MemoryBudget (batches charge it), else None
     # called before append() waits for memory (the producer wakes its Sender)
     cdef public object memory_wait_hook
+    cdef readonly int max_batch_records
 
     cdef TopicInfo _topic_info(self, str topic)
     cdef object _try_append_dq(self, PartitionDeque dq, long long timestamp, key, value, headers,
@@ -77,6 +78,7 @@ cdef class RecordAccumulator:
     cdef void _update_compression_ratio(self, TopicInfo ti, double observed)
     cdef void _insert_in_sequence_order(self, PartitionDeque dq, ProducerBatch batch)
     cdef void _abort_batches(self, exc, bint undrained_only) except *
+    cdef void _check_record_count(self, RecordBatchBuilder b) noexcept
     cdef ProducerBatch _new_batch(self, PartitionDeque dq, buffer, long long now)
     cdef ProducerBatch _make_batch(self, PartitionDeque dq, buffer, long long now)
     cdef void _register_batch(self, PartitionDeque dq, ProducerBatch batch) except *

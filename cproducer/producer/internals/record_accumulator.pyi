@@ -87,7 +87,10 @@ class RecordAccumulator:
         transaction_manager: Any = ...,
         random: Optional[Callable[[], int]] = ...,
         compression_level: Optional[int] = ...,
+        max_batch_records: int = ...,
     ) -> None: ...
+    @property
+    def max_batch_records(self) -> int: ...
     def append(
         self,
         topic: str,

@@ -159,7 +159,7 @@ cdef class RecordAccumulator:
                  long long delivery_timeout_ms, buffer_pool,
                  bint partitioner_adaptive_partitioning_enable=True,
                  long long partitioner_availability_timeout_ms=0, transaction_manager=None,
-                 random=None, compression_level=None):
+                 random=None, compression_level=None, int max_batch_records=0):
         if batch_size <= 0:
             raise ValueError(f"batch_size must be > 0, got {batch_size}")
         if compression_type not in compression.NAMES:
@@ -181,7 +181,11 @@ cdef class RecordAccumulator:
             )
         if random is not None and not callable(random):
             raise TypeError(f"random must be callable or None, got {type(random).__name__}")
+        if max_batch_records < 0:
+            raise ValueError(f"max_batch_records must be >= 0, got {max_batch_records}")
         self.batch_size = batch_size
+        # records per batch at most (0: no limit; librdkafka's batch.num.messages)
+        self.max_batch_records = max_batch_records
         self.compression_type = compression_type
         self.compression_level = compression_level
         self.linger_ms = linger_ms
@@ -254,6 +258,7 @@ cdef class RecordAccumulator:
         fut = last._try_append(timestamp, key, value, headers, callback, now)
         if fut is None:
             return None
+        self._check_record_count(b)
         return _result(fut, len(dq.batches) > 1 or b.is_full_c(), False, False,
                        b._estimated(b._pos - RECORDS_OFFSET) - before)
 
@@ -350,9 +355,15 @@ cdef class RecordAccumulator:
         if fut is None:
             # cannot happen (the buffer holds the record's upper bound)
             raise IllegalStateError("a new batch refused its first record")
+        self._check_record_count(builder)
         self._register_batch(dq, batch)
         return _result(fut, len(dq.batches) > 1 or builder.is_full_c(), True, False,
                        builder._estimated(builder._pos - RECORDS_OFFSET))
+
+    cdef inline void _check_record_count(self, RecordBatchBuilder b) noexcept:
+        # a batch holding max_batch_records records takes no more (and is ready to send)
+        if self.max_batch_records > 0 and b._count >= self.max_batch_records:
+            close_for_record_appends(b)
 
     cdef ProducerBatch _new_batch(self, PartitionDeque dq, buffer, long long now):
         cdef ProducerBatch batch = self._make_batch(dq, buffer, now)

@@ -1,0 +1,449 @@
+"""confluent-kafka's ``Producer`` over cproducer's ``KafkaProducer``.
+
+Switch the import and keep the code::
+
+    from cproducer.compat.confluent import Producer, KafkaError, KafkaException
+
+    p = Producer({"bootstrap.servers": "localhost:9092"})
+    p.produce("events", b"value", key="k", on_delivery=lambda err, msg: ...)
+    p.poll(0)
+    p.flush()
+
+What it keeps from librdkafka: the configuration (``config.py``), the defaults, where each key
+goes (``partitioners.pyx``), the error codes (``error.py``), and the delivery-report model: a
+message's ``on_delivery(err, msg)`` runs in the thread that calls ``poll()``/``flush()`` (or a
+transaction call), never on the I/O thread; ``len(producer)`` counts the messages produced and not
+yet reported, and ``produce()`` raises ``BufferError`` when ``queue.buffering.max.messages`` or
+``queue.buffering.max.kbytes`` would be exceeded. ``produce()`` itself is ``ProducePath.produce``
+(Cython), bound to the instance.
+
+What differs (documented in the README): messages waiting for their topic's metadata are sent by
+the next ``produce()``/``poll()``/``flush()`` (librdkafka's own thread sends them); ``poll()``
+counts one event per message (librdkafka one per batch of reports); ``len()`` counts messages
+only (librdkafka adds its queued protocol requests).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import threading
+import time
+from typing import Any, Callable, Dict, List, Mapping, Optional
+
+from cproducer import KafkaProducer, errors
+from cproducer.compat.confluent.cluster_metadata import cluster_metadata
+from cproducer.compat.confluent.config import FacadeConfig, merged, translate
+from cproducer.compat.confluent.error import (
+    ALL_BROKERS_DOWN,
+    INVALID_ARG,
+    NOT_CONFIGURED,
+    PURGE_INFLIGHT,
+    PURGE_QUEUE,
+    TIMED_OUT,
+    TRANSPORT,
+    KafkaError,
+    KafkaException,
+    PurgedError,
+    api_error,
+)
+from cproducer.compat.confluent.group_metadata import read_group_metadata
+from cproducer.compat.confluent.message import DeliveryReports, purge_in_flight
+from cproducer.compat.confluent.produce_path import ProducePath
+from cproducer.compat.confluent.statistics import Statistics
+
+_instances = itertools.count(1)
+
+#: how often poll()/flush() look for metadata while messages wait for their topic's
+_WAITING_POLL_S = 0.01
+#: confluent-kafka's "no timeout" (-1) as a bound threading can wait for
+_FOREVER_S = 10.0 * 365 * 24 * 3600
+
+
+def _timeout_s(timeout: Optional[float]) -> float:
+    if timeout is None or timeout < 0:
+        return _FOREVER_S
+    return float(timeout)
+
+
+class Producer:
+    """confluent-kafka's asynchronous ``Producer``: ``Producer(config_dict, **more_config)``."""
+
+    def __init__(self, config: Optional[Mapping[str, Any]] = None, /, **kwargs: Any) -> None:
+        cfg: FacadeConfig = translate(merged(config, kwargs))
+        self._config = cfg
+        producer_conf = dict(cfg.producer)
+        try:
+            self._kp = KafkaProducer(producer_conf)
+        except errors.ConfigError as exc:
+            raise KafkaException(
+                KafkaError(INVALID_ARG, f"Failed to create producer: {exc}")
+            ) from None
+        self._reports = DeliveryReports()
+        self._reports.only_errors = cfg.dr_only_error
+        self._path = ProducePath(
+            self._kp.send,
+            self._kp._check_can_send,
+            self._kp._metadata,
+            self._kp._sender.wakeup,
+            self._kp._batch_time_ms,
+            self._reports,
+            cfg.partitioner,
+            cfg.sticky_linger_ms,
+            cfg.max_messages,
+            cfg.max_bytes,
+            cfg.producer["delivery.timeout.ms"],
+            cfg.on_delivery,
+        )
+        # the instance attributes win over the methods below: produce() goes straight to Cython
+        self.produce = self._path.produce  # type: ignore[method-assign]
+        self.produce_batch = self._path.produce_batch  # type: ignore[method-assign]
+        self._closed = False
+        self._name = f"{cfg.producer['client.id']}#producer-{next(_instances)}"
+        self._stats: Optional[Statistics] = None
+        if cfg.stats_cb is not None and cfg.stats_interval_ms > 0:
+            self._stats = Statistics(self, cfg)
+        self._events = _Events(self, cfg)
+        self._path.poll_slow = self._poll
+        self._path.quick_poll = self._stats is None
+        self.poll = self._path.poll  # type: ignore[method-assign, assignment]
+
+    # ------------------------------------------------------------------ produce
+    def produce(
+        self,
+        topic: str,
+        value: Any = None,
+        key: Any = None,
+        partition: int = -1,
+        callback: Optional[Callable[..., Any]] = None,
+        on_delivery: Optional[Callable[..., Any]] = None,
+        timestamp: int = 0,
+        headers: Any = None,
+    ) -> None:
+        """Queue one message; ``on_delivery(err, msg)`` runs from a later poll()/flush().
+
+        ``value``/``key``: str (sent as UTF-8), bytes or None. ``partition``: -1 lets the
+        configured partitioner choose. ``timestamp``: ms since the epoch (0: now). ``headers``:
+        a list of (str, bytes/str/None) tuples or a dict. Raises ``BufferError`` when the queue is
+        full (poll() and retry), ``KafkaException`` for a message that cannot be produced
+        (``MSG_SIZE_TOO_LARGE``, ``_UNKNOWN_PARTITION``, ``_STATE`` outside a transaction)."""
+        self._path.produce(topic, value, key, partition, callback, on_delivery, timestamp, headers)
+
+    def produce_batch(
+        self,
+        topic: str,
+        messages: List[Dict[str, Any]],
+        partition: int = -1,
+        callback: Optional[Callable[..., Any]] = None,
+        on_delivery: Optional[Callable[..., Any]] = None,
+    ) -> int:
+        """Queue many messages (dicts with ``value``, ``key``, ``partition``, ``timestamp``,
+        ``headers``, ``callback``); returns how many were queued, the others get ``_error``."""
+        return int(self._path.produce_batch(topic, messages, partition, callback, on_delivery))
+
+    def _wait_topic(self, topic: str, timeout_s: float) -> None:
+        """Wait up to ``timeout_s`` until ``topic``'s partitions are known."""
+        md = self._kp._metadata
+        deadline = time.monotonic() + timeout_s
+        md.add(topic, self._kp._batch_time_ms())
+        while md.fetch().partition_count_for_topic(topic) is None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise errors.KafkaTimeoutError(f"topic {topic!r} not in the metadata")
+            version = md.request_update_for_topic(topic)
+            self._kp._sender.wakeup()
+            md.await_update(version, remaining * 1000.0)
+            md.maybe_throw_exception_for_topic(topic)
+
+    # ------------------------------------------------------------------ events
+    def poll(self, timeout: Optional[float] = -1) -> int:
+        """Serve delivery reports and other callbacks; wait up to ``timeout`` s (-1: until one
+        arrives) when none is ready. Returns how many events were served."""
+        return self._path.poll(-1.0 if timeout is None else timeout)
+
+    def _poll(self, timeout: float) -> int:
+        self._check_open()
+        served = self._serve()
+        if served or timeout == 0:
+            return served
+        deadline = time.monotonic() + _timeout_s(timeout)
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return self._serve()
+            self._reports.wait(self._until_next_event(remaining))
+            served = self._serve()
+            if served:
+                return served
+
+    def _serve(self) -> int:
+        served = 0
+        if self._path.waiting:
+            self._path.drain()
+        if self._stats is not None:
+            served += self._stats.maybe_emit()
+        if self._reports.pending():
+            served += int(self._reports.serve())
+        return served
+
+    def _until_next_event(self, remaining: float) -> float:
+        if self._path.waiting:
+            # messages wait for their topic's metadata: look again soon
+            remaining = min(remaining, _WAITING_POLL_S)
+        if self._stats is not None:
+            return max(0.0, min(remaining, self._stats.seconds_to_next()))
+        return remaining
+
+    def flush(self, timeout: Optional[float] = -1) -> int:
+        """Send everything now and serve the delivery reports until none is left or ``timeout``
+        s passed; returns how many messages are still waiting for theirs."""
+        self._check_open()
+        acc = self._kp._accumulator
+        acc.begin_flush()
+        try:
+            self._kp._sender.wakeup()
+            deadline = time.monotonic() + _timeout_s(timeout)
+            while True:
+                self._serve()
+                if self._reports.count == 0:
+                    return 0
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return int(self._reports.count)
+                self._reports.wait(self._until_next_event(remaining))
+        finally:
+            acc.await_flush_completion(0)  # ends this flush
+
+    def __len__(self) -> int:
+        """Messages produced whose delivery report was not served yet."""
+        return int(self._reports.count)
+
+    def __bool__(self) -> bool:
+        return True  # as confluent-kafka: a producer is true even with nothing queued
+
+    def purge(self, in_queue: bool = True, in_flight: bool = True, blocking: bool = True) -> None:
+        """Fail the queued (``PURGE_QUEUE``) and/or in-flight (``PURGE_INFLIGHT``) messages;
+        their reports come from the next poll()/flush(). An in-flight message's request still
+        completes on the wire, its outcome is no longer reported."""
+        self._check_open()
+        acc = self._kp._accumulator
+        if in_queue:
+            acc.abort_undrained_batches(PurgedError(PURGE_QUEUE))
+        if in_flight:
+            purge_in_flight(acc.incomplete_batches(), KafkaError(PURGE_INFLIGHT))
+
+    # ------------------------------------------------------------------ metadata
+    def list_topics(self, topic: Optional[str] = None, timeout: Optional[float] = -1) -> Any:
+        """``ClusterMetadata`` of one topic, or of every topic in the cluster."""
+        self._check_open()
+        limit = _timeout_s(timeout)
+        md = self._kp._metadata
+        try:
+            if topic is not None:
+                self._wait_topic(topic, limit)
+            else:
+                deadline = time.monotonic() + limit
+                answered = md.request_full_listing()
+                self._kp._sender.wakeup()
+                while True:
+                    version = md.version  # read before the check: no update slips between
+                    if md.listings > answered:
+                        break
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        raise errors.KafkaTimeoutError("no metadata for every topic in time")
+                    md.await_update(version, remaining * 1000.0)
+        except errors.KafkaTimeoutError as exc:
+            raise KafkaException(
+                KafkaError(TIMED_OUT, f"Failed to get metadata: {exc}", retriable=True)
+            ) from None
+        except errors.KafkaError as exc:
+            raise api_error(exc, "Failed to get metadata") from None
+        return cluster_metadata(self._kp._metadata.fetch(), topic)
+
+    def cluster_id(self, timeout: Optional[float] = -1) -> Optional[str]:
+        self._check_open()
+        cluster = self._kp._metadata.fetch()
+        if cluster.cluster_id is None:
+            self.list_topics(None, timeout)
+            cluster = self._kp._metadata.fetch()
+        return cluster.cluster_id  # type: ignore[no-any-return]
+
+    # ------------------------------------------------------------------ transactions
+    def _txn(self, what: str, call: Callable[[], None]) -> None:
+        self._check_open()
+        if not self._config.transactional:
+            raise KafkaException(
+                KafkaError(
+                    NOT_CONFIGURED,
+                    f"{what}: the transactional producer needs transactional.id",
+                    fatal=False,
+                )
+            )
+        try:
+            call()
+        except errors.KafkaError as exc:
+            raise api_error(exc, what) from None
+        finally:
+            # librdkafka serves the delivery reports of the flush it does inside the call
+            if what in ("commit_transaction", "abort_transaction"):
+                self._serve()
+
+    def init_transactions(self, timeout: Optional[float] = -1) -> None:
+        self._txn("init_transactions", lambda: self._kp.init_transactions(_timeout_s(timeout)))
+
+    def begin_transaction(self) -> None:
+        self._txn("begin_transaction", self._kp.begin_transaction)
+
+    def send_offsets_to_transaction(
+        self, positions: Any, group_metadata: Any, timeout: Optional[float] = -1
+    ) -> None:
+        """Commit a consumer's ``positions`` (``TopicPartition`` list, offset = next to read)
+        with the transaction. ``group_metadata``: the consumer's ``consumer_group_metadata()``.
+        Logical offsets (< 0) are skipped, as librdkafka does."""
+        group = read_group_metadata(group_metadata)
+        offsets = [tp for tp in positions if getattr(tp, "offset", -1) >= 0]
+        self._txn(
+            "send_offsets_to_transaction",
+            lambda: self._kp.send_offsets_to_transaction(offsets, group, _timeout_s(timeout)),
+        )
+
+    def commit_transaction(self, timeout: Optional[float] = -1) -> None:
+        self._txn("commit_transaction", lambda: self._kp.commit_transaction(_timeout_s(timeout)))
+
+    def abort_transaction(self, timeout: Optional[float] = -1) -> None:
+        """Abort: in-flight messages report ``PURGE_INFLIGHT``, queued ones ``PURGE_QUEUE``."""
+
+        def abort() -> None:
+            acc = self._kp._accumulator
+            if self._kp._transaction_manager.has_ongoing_transaction():
+                purge_in_flight(acc.incomplete_batches(), KafkaError(PURGE_INFLIGHT))
+            self._kp.abort_transaction(_timeout_s(timeout))
+
+        self._txn("abort_transaction", abort)
+
+    # ------------------------------------------------------------------ lifecycle
+    def set_sasl_credentials(self, username: str, password: str) -> None:
+        """Not supported: cproducer's SASL credentials are fixed when the producer is made."""
+        raise KafkaException(
+            KafkaError(
+                NOT_CONFIGURED,
+                "set_sasl_credentials: cproducer takes SASL credentials at construction only "
+                "(sasl.username, sasl.password); make a new Producer",
+            )
+        )
+
+    def close(self, timeout: Optional[float] = -1) -> bool:
+        """Flush (serving the delivery reports), then stop. Returns True."""
+        if self._closed:
+            return True
+        try:
+            self.flush(timeout)
+        finally:
+            self._closed = True
+            self._path.closed_reason = "Producer has been closed"
+            self._events.close()
+            self._kp.close(0 if self._reports.count else None)
+            self._reports.drop()
+        return True
+
+    def __enter__(self) -> Producer:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("Producer has been closed")
+
+
+class _Events:
+    """librdkafka's error and log events, from the I/O thread to ``error_cb`` and ``logger`` in
+    poll(): a connection that fails or is lost is a ``_TRANSPORT`` error (and
+    ``_ALL_BROKERS_DOWN`` once no known broker is reachable) and a ``FAIL`` log line at ERROR;
+    cproducer's own WARNING-and-above records from this producer's I/O thread are logged too."""
+
+    def __init__(self, producer: Producer, cfg: FacadeConfig) -> None:
+        self._producer = producer
+        self._reports = producer._reports
+        self._error_cb = cfg.error_cb
+        self._logger = cfg.logger
+        self._log_level = cfg.log_level
+        self._name = producer._name
+        self._handler: Optional[logging.Handler] = None
+        self._down: set = set()
+        self._lock = threading.Lock()
+        if self._logger is not None:
+            self._handler = _ForwardingHandler(self._reports, self._logger, self._name)
+            self._handler.setLevel(max(cfg.log_level, logging.WARNING))
+            self._handler.addFilter(_ThreadFilter(producer._kp._sender.thread))
+            logging.getLogger("cproducer").addHandler(self._handler)
+        if self._error_cb is not None or self._logger is not None:
+            producer._kp._client.connection_listener = self.on_connection
+
+    def on_connection(self, node_id: int, host: str, port: int, up: bool, reason: str) -> None:
+        """From the I/O thread: a connection to a broker came up, or failed/was lost."""
+        label = f"{host}:{port}/{'bootstrap' if node_id < 0 else node_id}"
+        with self._lock:
+            if up:
+                self._down.discard(label)
+                return
+            self._down.add(label)
+            nodes = self._producer._kp._metadata.fetch().nodes
+            known = {f"{n.host}:{n.port}/{n.id}" for n in nodes} | self._down
+            all_down = self._down >= known
+        if self._logger is not None and self._log_level <= logging.ERROR:
+            self._reports.push_event(self._log, (logging.ERROR, "FAIL", f"{label}: {reason}"))
+        if self._error_cb is not None:
+            self._reports.push_event(self._error_cb, KafkaError(TRANSPORT, f"{label}: {reason}"))
+            if all_down:
+                self._reports.push_event(
+                    self._error_cb,
+                    KafkaError(ALL_BROKERS_DOWN, f"{len(known)}/{len(known)} brokers are down"),
+                )
+
+    def _log(self, line: Any) -> None:
+        level, facility, message = line
+        self._logger.log(level, "%s [%s] %s", facility, self._name, message)  # type: ignore[union-attr]
+
+    def close(self) -> None:
+        if self._handler is not None:
+            logging.getLogger("cproducer").removeHandler(self._handler)
+            self._handler = None
+
+
+class _ThreadFilter(logging.Filter):
+    def __init__(self, thread: threading.Thread) -> None:
+        super().__init__()
+        self._ident = thread.ident
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.thread == self._ident
+
+
+class _ForwardingHandler(logging.Handler):
+    """Queues this producer's I/O-thread log records; poll() hands them to the user's logger as
+    ``logger.log(level, "%s [%s] %s", facility, name, message)``, as confluent-kafka does."""
+
+    def __init__(self, reports: DeliveryReports, logger: Any, name: str) -> None:
+        super().__init__()
+        self._reports = reports
+        self._logger = logger
+        self._name = name
+
+    def emit(self, record: logging.LogRecord) -> None:
+        facility = record.name.rsplit(".", 1)[-1].upper()
+        line = (record.levelno, facility, record.getMessage())
+        self._reports.push_event(self._forward, line)
+
+    def _forward(self, line: Any) -> None:
+        level, facility, message = line
+        self._logger.log(level, "%s [%s] %s", facility, self._name, message)
+
+
+def statistics_json(producer: Producer) -> str:
+    """The statistics ``stats_cb`` receives, now (for tests and debugging)."""
+    stats = producer._stats or Statistics(producer, producer._config)
+    return json.dumps(stats.snapshot())
