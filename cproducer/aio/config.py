@@ -24,7 +24,7 @@ import itertools
 import warnings
 from typing import Any, Dict, List, Union
 
-from cproducer.compression import check_available, codec_id
+from cproducer.record.compression import check_available, codec_id
 
 _INT32_MAX = 2**31 - 1
 _INT64_MAX = 2**63 - 1

@@ -13,7 +13,7 @@ from __future__ import annotations
 import random
 from typing import Any, Sequence
 
-from cproducer._murmur2 import partition_for_key
+from cproducer.utils.murmur2 import partition_for_key
 
 
 class DefaultPartitioner:

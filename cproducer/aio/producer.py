@@ -31,7 +31,6 @@ from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 import numpy as np
 
 from cproducer import errors as engine_errors
-from cproducer._murmur2 import partition_for_key
 from cproducer.aio import errors
 from cproducer.aio.batch_builder import BatchBuilder
 from cproducer.aio.completions import (
@@ -43,8 +42,9 @@ from cproducer.aio.config import MISSING, engine_config
 from cproducer.aio.partitioner import DEFAULT_PARTITIONER
 from cproducer.aio.structs import OffsetAndMetadata, RecordMetadata, TopicPartition
 from cproducer.config import ProducerConfig
-from cproducer.producer import KafkaProducer
-from cproducer.transaction_manager import FATAL_ERROR, IN_TRANSACTION
+from cproducer.producer.internals.transaction_manager import FATAL_ERROR, IN_TRANSACTION
+from cproducer.producer.kafka_producer import KafkaProducer
+from cproducer.utils.murmur2 import partition_for_key
 
 # a record at least this much under the batch size needs one pooled buffer at most
 _RECORD_OVERHEAD_BOUND = 1024
