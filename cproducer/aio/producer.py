@@ -33,12 +33,9 @@ import numpy as np
 from cproducer import errors as engine_errors
 from cproducer.aio import errors
 from cproducer.aio.batch_builder import BatchBuilder
-from cproducer.aio.completions import (
-    DeliveryFuture,
-    LoopCompletions,
-    new_batch_future,
-)
+from cproducer.aio.completions import LoopCompletions, new_batch_future, new_delivery_future
 from cproducer.aio.config import MISSING, engine_config
+from cproducer.aio.fast_send import AioFastSend, TopicPartitions
 from cproducer.aio.partitioner import DEFAULT_PARTITIONER
 from cproducer.aio.structs import OffsetAndMetadata, RecordMetadata, TopicPartition
 from cproducer.config import ProducerConfig
@@ -48,21 +45,6 @@ from cproducer.utils.murmur2 import partition_for_key
 
 # a record at least this much under the batch size needs one pooled buffer at most
 _RECORD_OVERHEAD_BOUND = 1024
-
-
-class _TopicPartitions:
-    """A topic's partition ids as of one metadata version (for partitioning and checks)."""
-
-    __slots__ = ("all", "all_set", "available", "count", "n_available", "version")
-
-    def __init__(self, version: int, all_ids: Tuple[int, ...], available: Tuple[int, ...]) -> None:
-        self.version = version
-        self.all = all_ids
-        self.all_set = frozenset(all_ids)
-        self.count = len(all_ids)
-        # without a leader anywhere aiokafka picks among all partitions
-        self.available = available if available else all_ids
-        self.n_available = len(self.available)
 
 
 class AIOKafkaProducer:
@@ -148,6 +130,8 @@ class AIOKafkaProducer:
         self._bootstrap_servers = bootstrap_servers
         self._request_timeout_ms = request_timeout_ms
         self._batch_size = max_batch_size
+        # key and value each at most this long: the record needs one pooled buffer at most
+        self._small_record = max(0, (max_batch_size - _RECORD_OVERHEAD_BOUND) // 2)
         self._max_request_size = max_request_size
         self._key_serializer = key_serializer
         self._value_serializer = value_serializer
@@ -157,13 +141,13 @@ class AIOKafkaProducer:
         self._completions = LoopCompletions(loop, engine_cfg["acks"])
         self._engine: Optional[KafkaProducer] = None
         self._engine_send: Callable[..., Any] = self._not_started
-        self._topics: Dict[str, _TopicPartitions] = {}
+        self._topics: Dict[str, TopicPartitions] = {}
         # the engine's parts the loop reads without blocking (set by start())
         self._metadata: Any = None
         self._pool: Any = None
         self._transaction_manager: Any = None
         self._append_thread: Optional[ThreadPoolExecutor] = None
-        self._appends_off_loop = 0
+        self._fast: Optional[AioFastSend] = None
         self._closed = False
 
     # ------------------------------------------------------------------ life cycle
@@ -186,6 +170,26 @@ class AIOKafkaProducer:
         self._pool = engine._pool
         self._transaction_manager = engine._transaction_manager
         self._engine_send = engine.send
+        self._fast = AioFastSend(
+            self._loop,
+            engine.send,
+            self._send_slow,
+            self._pool,
+            self._metadata,
+            self._completions,
+            self._transaction_manager,
+            self._topics,
+            self._transactional,
+            self._batch_size,
+            self._small_record,
+        )
+        if (
+            self._default_partitioner
+            and self._key_serializer is None
+            and self._value_serializer is None
+        ):
+            # the instance attribute wins over the method: send() goes straight into C
+            self.send = self._fast.send  # type: ignore[method-assign]
 
     def _start_engine(self) -> KafkaProducer:
         # in a worker thread: everything here may block
@@ -216,6 +220,8 @@ class AIOKafkaProducer:
         if self._closed:
             return
         self._closed = True
+        if self._fast is not None:
+            self._fast.divert = True
         engine = self._engine
         if engine is not None:
             await self._loop.run_in_executor(None, engine.close)
@@ -252,14 +258,14 @@ class AIOKafkaProducer:
         not show it within ``request_timeout_ms``)."""
         return set((await self._partitions(topic)).all)
 
-    def _known_partitions(self, topic: str) -> Optional[_TopicPartitions]:
+    def _known_partitions(self, topic: str) -> Optional[TopicPartitions]:
         metadata = self._metadata
         version = metadata.version  # read before the cluster: a newer one refreshes again
         cluster = metadata.fetch()
         infos = cluster.partitions_for_topic(topic)
         if not infos:
             return None
-        state = _TopicPartitions(
+        state = TopicPartitions(
             version,
             tuple(p.partition for p in infos),
             tuple(p.partition for p in cluster.available_partitions_for_topic(topic)),
@@ -267,7 +273,7 @@ class AIOKafkaProducer:
         self._topics[topic] = state
         return state
 
-    async def _partitions(self, topic: str) -> _TopicPartitions:
+    async def _partitions(self, topic: str) -> TopicPartitions:
         engine = self._require_started()
         state = self._topics.get(topic)
         if state is not None and state.version == self._metadata.version:
@@ -316,11 +322,21 @@ class AIOKafkaProducer:
         ``KafkaTimeoutError`` (no buffer space within ``request_timeout_ms``); ``TypeError``
         (a key/value that is not bytes); ``AssertionError`` (no key and no value, a partition
         the topic does not have), as aiokafka does."""
+        return await self._send_slow(topic, value, key, partition, timestamp_ms, headers)
+
+    async def _send_slow(
+        self,
+        topic: str,
+        value: Any,
+        key: Any,
+        partition: Optional[int],
+        timestamp_ms: Optional[int],
+        headers: Any,
+    ) -> asyncio.Future:
+        """send() in Python: every case the C path (``fast_send.pyx``) hands over."""
         if value is None and key is None:
             raise AssertionError("Need at least one: key or value")
-        state = self._topics.get(topic)
-        if state is None or self._closed or state.version != self._metadata.version:
-            state = await self._partitions(topic)
+        state = await self._partitions(topic)
         if self._transactional and self._transaction_manager.state != IN_TRANSACTION:
             raise errors.IllegalOperation("Can't send messages while not in transaction")
         if self._key_serializer is not None:
@@ -331,51 +347,54 @@ class AIOKafkaProducer:
             if not self._default_partitioner:
                 partition = self._partitioner(key, list(state.all), list(state.available))
             elif key is None:
-                partition = state.available[int(random.random() * state.n_available)]
+                partition = random.choice(state.available)
             else:
                 partition = partition_for_key(key, state.count)
         elif partition not in state.all_set:
             raise AssertionError(f"Unrecognized partition {partition!r} of topic {topic!r}")
         if headers is not None and not headers:
             headers = None
-        future = DeliveryFuture(loop=self._loop)
-        future._completions = self._completions
-        # would the engine have to wait for memory? (the one appending thread is this one, so
-        # free memory only grows until the check is used, unless appends are waiting already)
-        if self._appends_off_loop or self._pool.available_memory < self._memory_bound(
-            key, value, headers
-        ):
-            await self._append_off_loop(topic, value, key, headers, partition, timestamp_ms, future)
-            return future
-        try:
-            self._engine_send(topic, value, key, headers, partition, timestamp_ms, future)
-        except engine_errors.KafkaError as exc:
-            raise errors.translate(exc) from exc
+        future = new_delivery_future(self._completions, self._loop)
+        if self._may_block(key, value, headers):
+            await self._off_loop(
+                functools.partial(
+                    self._engine_send, topic, value, key, headers, partition, timestamp_ms, future
+                )
+            )
+        else:
+            try:
+                self._engine_send(topic, value, key, headers, partition, timestamp_ms, future)
+            except engine_errors.KafkaError as exc:
+                raise errors.translate(exc) from exc
         return future
 
-    def _memory_bound(self, key: Any, value: Any, headers: Any) -> int:
+    def _may_block(self, key: Any, value: Any, headers: Any) -> bool:
+        """Whether the engine's append of this record might wait for buffer space: an upper
+        bound of the memory it needs against what is free now (only the loop's thread appends,
+        so that cannot shrink before the append), or appends wait off the loop already (then
+        this one queues behind them: records keep their call order)."""
+        if self._fast is not None and self._fast.off_loop:
+            return True
         size = (0 if value is None else len(value)) + (0 if key is None else len(key))
-        if headers is None and size + _RECORD_OVERHEAD_BOUND <= self._batch_size:
-            return self._batch_size  # at most one new pooled batch buffer
         size += _RECORD_OVERHEAD_BOUND
         for h_key, h_value in headers or ():
             size += 10 + 3 * len(h_key) + (0 if h_value is None else len(h_value))
-        return max(self._batch_size, size)
+        return bool(self._pool.available_memory < max(self._batch_size, size))
 
-    async def _append_off_loop(self, topic: str, *args: Any) -> None:
-        """The engine's append on the producer's one append thread, where it may wait for buffer
+    async def _off_loop(self, append: Callable[[], Any]) -> Any:
+        """An engine append on the producer's one append thread, where it may wait for buffer
         space (up to ``request_timeout_ms``, then ``KafkaTimeoutError``)."""
+        fast = self._fast
+        assert fast is not None
         if self._append_thread is None:
             self._append_thread = ThreadPoolExecutor(1, thread_name_prefix="cproducer-aio-append")
-        self._appends_off_loop += 1
+        fast.off_loop += 1
         try:
-            await self._loop.run_in_executor(
-                self._append_thread, functools.partial(self._engine_send, topic, *args)
-            )
+            return await self._loop.run_in_executor(self._append_thread, append)
         except engine_errors.KafkaError as exc:
             raise errors.translate(exc) from exc
         finally:
-            self._appends_off_loop -= 1
+            fast.off_loop -= 1
 
     async def send_and_wait(
         self,
@@ -413,8 +432,8 @@ class AIOKafkaProducer:
         headers = batch.headers if batch.has_headers else None
         engine = self._require_started()
         future = new_batch_future(
-            self._loop,
             self._completions,
+            self._loop,
             functools.partial(_first_record_metadata, topic, partition, self._completions.acks),
         )
         call = functools.partial(
@@ -426,23 +445,15 @@ class AIOKafkaProducer:
             headers=headers,
             timestamps=timestamps,
         )
-        try:
-            if self._appends_off_loop or self._pool.available_memory < (
-                batch.size() + 2 * self._batch_size
-            ):
-                self._appends_off_loop += 1
-                if self._append_thread is None:
-                    self._append_thread = ThreadPoolExecutor(
-                        1, thread_name_prefix="cproducer-aio-append"
-                    )
-                try:
-                    batch_future = await self._loop.run_in_executor(self._append_thread, call)
-                finally:
-                    self._appends_off_loop -= 1
-            else:
+        if self._may_block(None, None, None) or self._pool.available_memory < (
+            batch.size() + 2 * self._batch_size
+        ):
+            batch_future = await self._off_loop(call)
+        else:
+            try:
                 batch_future = call()
-        except engine_errors.KafkaError as exc:
-            raise errors.translate(exc) from exc
+            except engine_errors.KafkaError as exc:
+                raise errors.translate(exc) from exc
         batch_future.add_callback(future)
         return future
 
