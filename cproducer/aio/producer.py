@@ -490,8 +490,15 @@ class AIOKafkaProducer:
         self._completions.drain()
 
     async def abort_transaction(self) -> None:
+        """Abort the transaction. As aiokafka, its records sent so far go to the broker first
+        (their futures succeed; read_committed consumers skip them), then the abort."""
         engine = self._ensure_transactional()
-        await self._in_thread(engine.abort_transaction)
+
+        def flush_then_abort() -> None:
+            engine.flush()
+            engine.abort_transaction()
+
+        await self._in_thread(flush_then_abort)
         self._completions.drain()
 
     def transaction(self) -> TransactionContext:
