@@ -4,10 +4,10 @@ aiokafka writes the records into a RecordBatch v2 buffer of at most ``max_batch_
 they are appended; ``append`` answers ``None`` once the next record would not fit (the first
 record always fits). Here the records are kept as columns (values, keys, timestamps, headers) and
 ``send_batch`` hands them to the engine's ``send_many`` in one call, so the bytes are written once,
-by the engine's C loop. The sizes (``append``'s metadata, ``size()``) and the full rule are
-aiokafka's, computed from the record layout: each record is its length (varint), then
-attributes, timestamp delta, offset delta, key, value and headers, the numbers as zigzag varints;
-the batch header is 61 bytes.
+by the engine's C loop. The sizes (``append``'s metadata, ``size()``) and the full rule are those
+of aiokafka's C builder (the one its users run), computed from the record layout: each record is
+its length (varint), then attributes, timestamp delta, offset delta, key, value and headers, the
+numbers as zigzag varints; the batch header is 61 bytes.
 """
 
 from __future__ import annotations
@@ -82,7 +82,9 @@ class BatchBuilder:
         if timestamp is None:
             timestamp = int(time.time() * 1000)
         elif type(timestamp) is not int:
-            raise TypeError(timestamp)
+            if not isinstance(timestamp, (int, float)):
+                raise TypeError(f"timestamp must be ms since the epoch (int), got {timestamp!r}")
+            timestamp = int(timestamp)
         if not (key is None or type(key) in _BYTES_TYPES):
             raise TypeError(f"Not supported type for key: {type(key)}")
         if not (value is None or type(value) in _BYTES_TYPES):
@@ -104,7 +106,8 @@ class BatchBuilder:
                 body += _bytes_size(h_key.encode("utf-8")) + _bytes_size(h_value)
                 header_list.append((h_key, h_value))
         size = varint_size(body) + body
-        if first is not None and self._size + size > self._batch_size:
+        # full when the record would reach the limit (aiokafka's C builder: >=, not >)
+        if first is not None and self._size + size >= self._batch_size:
             self._closed = True
             return None
         if first is None:

@@ -123,7 +123,7 @@ def engine_config(
         "request_timeout_ms": request_timeout_ms,
         "max_block_ms": request_timeout_ms,
         "acks": acks,
-        "compression_type": compression_type,
+        "compression_type": compression_type or "none",
         "batch_size": max_batch_size,
         "max_request_size": max_request_size,
         "linger_ms": linger_ms,
@@ -136,8 +136,11 @@ def engine_config(
         "enable_idempotence": bool(enable_idempotence),
         "security_protocol": "ssl" if security_protocol == "SSL" else "plaintext",
     }
-    if enable_idempotence:
-        config["delivery_timeout_ms"] = _INT32_MAX
+    # aiokafka expires a batch request_timeout_ms after it was made; the engine counts linger too
+    # (and wants at least linger + request timeout). With idempotence aiokafka never expires one.
+    config["delivery_timeout_ms"] = (
+        _INT32_MAX if enable_idempotence else linger_ms + request_timeout_ms
+    )
     if ssl_context is not None:
         config["ssl_context"] = ssl_context
     if transactional_id is not None:

@@ -391,6 +391,30 @@ def _committed(broker: LocalBroker, group: str, topic: str) -> Optional[int]:
         consumer.close()
 
 
+def test_idempotent_produce_example(
+    peer: types.SimpleNamespace, broker: LocalBroker, new_topic: Callable[..., str]
+) -> None:
+    """The guide's idempotent producer: ``enable_idempotence=True``, acks=all taken."""
+    topic = new_topic(2)
+
+    async def scenario(bootstrap: str) -> List[Any]:
+        producer = peer.AIOKafkaProducer(bootstrap_servers=bootstrap, enable_idempotence=True)
+        await producer.start()
+        try:
+            first = await producer.send_and_wait(topic, b"Super message")
+            futures = [await producer.send(topic, b"%d" % i, key=b"%d" % i) for i in range(500)]
+            return [first, *[await f for f in futures]]
+        finally:
+            await producer.stop()
+
+    with _transactional_front(broker) as bootstrap:
+        metas = run(scenario(bootstrap))
+    records = read_back(broker.bootstrap_servers, topic, 2, 501)
+    assert len(records) == 501  # each once
+    at = {(r.partition, r.offset): r.value for r in records}
+    assert [at[(m.partition, m.offset)] for m in metas[1:]] == [b"%d" % i for i in range(500)]
+
+
 def test_transaction_example(
     peer: types.SimpleNamespace, broker: LocalBroker, new_topic: Callable[..., str]
 ) -> None:
@@ -506,7 +530,7 @@ def test_a_send_waiting_for_buffer_space_does_not_block_the_loop(
     """The broker's answers are held 3 s, so the producer's buffer fills (aiokafka: one batch
     per partition; cproducer: buffer.memory's 32 MiB of 900 kB records) and a send waits for
     room. While it waits, another task keeps ticking: the wait is asynchronous. Every record
-    still lands."""
+    still lands, in order."""
     topic = f"aio-full-{peer.name.replace('.', '-')}-{time.time_ns()}"
     broker.create_topic(topic, 1)
     big = b"x" * 900_000
@@ -541,10 +565,47 @@ def test_a_send_waiting_for_buffer_space_does_not_block_the_loop(
         most = run(scenario(vc.bootstrap_servers))
     assert most >= 10, f"no send waited while the loop ran (at most {most} ticks in one send)"
     records = read_back(broker.bootstrap_servers, topic, 1, n, timeout_s=60)
-    assert sorted(int(r.key) for r in records) == list(range(n))
+    assert [int(r.key) for r in records] == list(range(n))  # once each, in send order
 
 
 # ------------------------------------------------------------------ cproducer.aio's own
+
+
+def test_a_fenced_producer_raises_producer_fenced(
+    broker: LocalBroker, new_topic: Callable[..., str]
+) -> None:
+    """A second producer with the same transactional_id fences the first: its records, its commit
+    and its next transaction raise ProducerFenced, and ``transaction()`` does not try to abort
+    (a fatal error). (aiokafka on Tansu: the zombie's produce is answered UNKNOWN_SERVER_ERROR
+    and its commit never returns, so this runs on cproducer.aio only.)"""
+    from cproducer.aio import AIOKafkaProducer, errors
+
+    topic = new_topic(1)
+    tid = f"aio-fence-{time.time_ns()}"
+
+    async def scenario() -> None:
+        first = AIOKafkaProducer(bootstrap_servers=broker.bootstrap_servers, transactional_id=tid)
+        second = AIOKafkaProducer(bootstrap_servers=broker.bootstrap_servers, transactional_id=tid)
+        await first.start()
+        await first.begin_transaction()
+        await first.send_and_wait(topic, b"one")
+        await second.start()  # bumps the epoch: the first is a zombie now
+        zombie = await first.send(topic, b"zombie")
+        with pytest.raises(errors.ProducerFenced):
+            await zombie
+        with pytest.raises(errors.ProducerFenced):
+            await first.commit_transaction()
+        with pytest.raises(errors.ProducerFenced):
+            async with first.transaction():
+                pass
+        async with second.transaction():
+            await second.send(topic, b"two")
+        await second.stop()
+        await first.stop()
+
+    run(scenario())
+    values = [r.value for r in read_back(broker.bootstrap_servers, topic, 1, 2)]
+    assert b"two" in values and b"zombie" not in values
 
 
 def test_completions_reach_the_loop_a_batch_at_a_time(
