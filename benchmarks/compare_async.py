@@ -4,11 +4,13 @@ One fresh LocalBroker; each client runs in its own child process (its CPU time i
 threads included) on its own topic, the clients alternating round by round. The workload is the
 same for all: N x 100-byte values, 1,000 distinct keys, 6 partitions, acks=all, linger 5 ms, no
 compression, and every record's future awaited: the records are sent in chunks of 1,000, each
-chunk's futures gathered (``asyncio.gather``) while the next chunks are sent, at most 16 chunks
-outstanding. Only the sending and awaiting is timed, not start/stop. Prints each round, then the
-medians and the ratios of cproducer.aio's msg/s to each peer's.
+chunk's futures awaited while the next chunks are sent, at most 16 chunks outstanding; a chunk is
+awaited with ``asyncio.gather`` (``--await-mode gather``, the default) or one ``await`` per future
+in send order (``--await-mode each``: no gather machinery, whose per-future callbacks cost every
+client the same few microseconds). Only the sending and awaiting is timed, not start/stop.
+Prints each round, then the medians and the ratios of cproducer.aio's msg/s to each peer's.
 
-    python benchmarks/compare_async.py [--records 100000] [--rounds 5]
+    python benchmarks/compare_async.py [--records 100000] [--rounds 5] [--await-mode each]
                                        [--clients cproducer.aio,aiokafka,confluent.aio]
 """
 
@@ -32,6 +34,8 @@ DISTINCT_KEYS = 1000
 PARTITIONS = 6
 CHUNK = 1000
 WINDOW = 16
+#: "gather" or "each" (set in each child from --await-mode)
+AWAIT_MODE = "gather"
 
 
 def _cpu_s() -> float:
@@ -46,12 +50,24 @@ async def _drive(send: Callable[[bytes, bytes], Awaitable[Any]], n: int) -> int:
     outstanding: Deque[Any] = collections.deque()
     delivered = 0
 
-    async def settle(gathered: Any) -> int:
-        return sum(1 for r in await gathered if not isinstance(r, BaseException))
+    async def settle(chunk: Any) -> int:
+        if AWAIT_MODE == "gather":
+            return sum(1 for r in await chunk if not isinstance(r, BaseException))
+        delivered = 0
+        for future in chunk:
+            try:
+                await future
+                delivered += 1
+            except Exception:
+                pass
+        return delivered
 
     for start in range(0, n, CHUNK):
         futures = [await send(value, keys[i % DISTINCT_KEYS]) for i in range(start, start + CHUNK)]
-        outstanding.append(asyncio.gather(*futures, return_exceptions=True))
+        if AWAIT_MODE == "gather":
+            outstanding.append(asyncio.gather(*futures, return_exceptions=True))
+        else:
+            outstanding.append(futures)
         if len(outstanding) >= WINDOW:
             delivered += await settle(outstanding.popleft())
     while outstanding:
@@ -111,7 +127,9 @@ CLIENTS = {
 }
 
 
-def _child(name: str, bootstrap: str, topic: str, n: int, out: Any) -> None:
+def _child(name: str, bootstrap: str, topic: str, n: int, mode: str, out: Any) -> None:
+    global AWAIT_MODE
+    AWAIT_MODE = mode
     try:
         out.put({"client": name, **asyncio.run(CLIENTS[name](bootstrap, topic, n))})
     except Exception as exc:  # reported, not raised: the other clients still run
@@ -123,6 +141,7 @@ def main(argv: List[str] | None = None) -> int:
     ap.add_argument("--records", type=int, default=100_000)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--clients", default=",".join(CLIENTS))
+    ap.add_argument("--await-mode", choices=("gather", "each"), default="gather")
     ap.add_argument("--json", help="also write every run here")
     args = ap.parse_args(argv)
     from cproducer.localbroker import LocalBroker
@@ -138,7 +157,8 @@ def main(argv: List[str] | None = None) -> int:
                 broker.create_topic(topic, PARTITIONS)
                 q = ctx.Queue()
                 proc = ctx.Process(
-                    target=_child, args=(name, broker.bootstrap_servers, topic, args.records, q)
+                    target=_child,
+                    args=(name, broker.bootstrap_servers, topic, args.records, args.await_mode, q),
                 )
                 proc.start()
                 res = q.get(timeout=900)
@@ -160,7 +180,8 @@ def main(argv: List[str] | None = None) -> int:
     )
     print(
         f"workload: {args.records} x {VALUE_SIZE} B, {DISTINCT_KEYS} keys, {PARTITIONS} partitions, "
-        f"acks=all, linger 5 ms, every future awaited (gather per {CHUNK}), {args.rounds} rounds"
+        f"acks=all, linger 5 ms, every future awaited ({args.await_mode}, chunks of {CHUNK}), "
+        f"{args.rounds} rounds"
     )
     medians: Dict[str, float] = {}
     print(f"{'client':<14}{'median msg/s':>14}{'CPU us/msg':>12}")

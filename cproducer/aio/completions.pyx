@@ -1,32 +1,43 @@
 """Delivery results from the engine's I/O thread to the event loop, a batch at a time.
 
-The engine completes a record on its Sender thread by calling the record's callback. Here the
-callback is the record's own asyncio future (``DeliveryFuture.__call__``): the one object a
-record needs anyway, so no closure or partial is made per record (those live until the batch is
-acknowledged and cost the cyclic GC, see the README). The call only keeps the result on the
-future and queues the future on the producer's ``LoopCompletions`` and, when no hand-over is
-pending, schedules one
+The engine completes a record on its Sender thread by calling the record's callback. Here that
+callback is a ``RecordDelivery``: a C object of three pointers (its future, its result, the
+producer's ``LoopCompletions``), from a free list, outside the cyclic GC's lists, so a record in
+flight costs the GC nothing (a closure or partial per record would be walked by every collection
+until its batch is acknowledged, see the README). The call stores the result and queues the
+delivery on the producer's ``LoopCompletions``; when no hand-over is pending it schedules one
 ``loop.call_soon_threadsafe(drain)``: a batch of N records completing together costs one wake-up
 of the loop, not N. ``drain`` then resolves every queued future on the loop's thread, the only
-thread allowed to touch them.
+thread allowed to touch them. The futures are plain ``asyncio.Future`` objects, as aiokafka's.
 
-Why no item is left behind: ``drain`` clears the flag *before* it takes the queue, and a
-completing thread appends *before* it reads the flag. So an item is either in the list a drain
-takes, or its thread finds the flag clear and schedules a new drain. Two threads racing on a
-clear flag schedule two drains; the second finds an empty list. Taking the list is one swap
+Why no delivery is left behind: ``drain`` clears the flag *before* it takes the queue, and a
+completing thread appends *before* it reads the flag. So a delivery is either in the list a
+drain takes, or its thread finds the flag clear and schedules a new drain. Two threads racing on
+a clear flag schedule two drains; the second finds an empty list. Taking the list is one swap
 under the GIL (no Python code runs between reading and replacing it).
 """
 
 import asyncio
 
+cimport cython
+
+from cproducer.producer.internals.produce_request_result cimport RecordMetadata as EngineMetadata
+
 from cproducer.aio.errors import translate
 from cproducer.aio.structs import RecordMetadata
 from cproducer.cluster import TopicPartition
 
+
 cdef extern from "Python.h":
     void PyObject_GC_UnTrack(void *op)
 
+
 cdef object _tuple_new = tuple.__new__
+cdef object _Future = asyncio.Future
+# unbound methods: no attribute lookup on each future
+cdef object _future_done = asyncio.Future.done
+cdef object _set_result = asyncio.Future.set_result
+cdef object _set_exception = asyncio.Future.set_exception
 
 
 cdef inline object _untracked(object t):
@@ -37,19 +48,12 @@ cdef inline object _untracked(object t):
     return t
 
 
+@cython.final
 cdef class LoopCompletions:
-    """The queue of completed records of one producer and its hand-over to one event loop."""
-
-    cdef object _call_soon_threadsafe
-    cdef list _queue
-    cdef bint _scheduled
-    cdef dict _topic_partitions  # topic -> [TopicPartition by partition]: made once, not per record
-    #: acks=0: an awaited send gives None (there is no offset), as in aiokafka
-    cdef readonly int acks
-    #: how many times the loop was woken up for completions (tests, benchmarks)
-    cdef public long long handovers
+    """The queue of completed deliveries of one producer and its hand-over to one event loop."""
 
     def __init__(self, loop, int acks):
+        self.loop = loop
         self._call_soon_threadsafe = loop.call_soon_threadsafe
         self._queue = []
         self._scheduled = False
@@ -57,15 +61,16 @@ cdef class LoopCompletions:
         self.acks = acks
         self.handovers = 0
 
-    cdef int push(self, object future) except -1:
-        """Queue one completed future (any thread)."""
-        self._queue.append(future)
+    cdef int push(self, object delivery) except -1:
+        """Queue one completed delivery (any thread)."""
+        self._queue.append(delivery)
         if not self._scheduled:
             self._scheduled = True
             try:
                 self._call_soon_threadsafe(self.drain)
             except RuntimeError:  # the loop is closed: nobody is left to await the futures
                 self._scheduled = False
+                self._queue.clear()
         return 0
 
     def drain(self):
@@ -75,73 +80,89 @@ cdef class LoopCompletions:
         self.handovers += 1
         items = self._queue
         self._queue = []
-        for future in items:
-            result = future._engine_result
-            future._engine_result = None
-            if future.done():  # cancelled by its awaiter: the record is still sent
-                continue
-            if type(future) is not DeliveryFuture:
-                future.resolve(result)
-            elif isinstance(result, BaseException):
-                future.set_exception(translate(result))
-            elif self.acks == 0:
-                future.set_result(None)
+        for delivery in items:
+            if type(delivery) is RecordDelivery:
+                (<RecordDelivery>delivery).resolve()
             else:
-                future.set_result(self._record_metadata(result))
+                (<BatchDelivery>delivery).resolve()
 
-    cdef object _record_metadata(self, object md):
+    cdef object record_metadata(self, EngineMetadata md):
         # aiokafka's RecordMetadata named tuple, made without its Python-level __new__
         cdef str topic = md.topic
-        cdef object partition = md.partition
+        cdef int partition = md.partition
         cdef list tps = self._topic_partitions.get(topic)
-        cdef Py_ssize_t p = partition
         if tps is None:
             tps = self._topic_partitions[topic] = []
-        while len(tps) <= p:
+        while len(tps) <= partition:
             tps.append(_untracked(_tuple_new(TopicPartition, (topic, len(tps)))))
         return _untracked(_tuple_new(
-            RecordMetadata, (topic, partition, tps[p], md.offset, md.timestamp, 0, None)
+            RecordMetadata, (topic, partition, tps[partition], md.offset, md.timestamp, 0, None)
         ))
 
+    def new_record_delivery(self):
+        """(future, callback) for one record sent with the engine's ``send``."""
+        cdef RecordDelivery delivery = RecordDelivery.__new__(RecordDelivery)
+        delivery.completions = self
+        delivery.future = _Future(loop=self.loop)
+        return delivery.future, delivery
 
-class DeliveryFuture(asyncio.Future):
-    """The future an awaited ``send`` returns, and the engine's callback for its record."""
+    def new_batch_delivery(self, to_metadata):
+        """(future, callback) for a ``send_many`` call: the callback takes the engine's
+        BatchResult, ``to_metadata(result)`` gives the future's value or its exception."""
+        cdef BatchDelivery delivery = BatchDelivery.__new__(BatchDelivery)
+        delivery.completions = self
+        delivery.future = _Future(loop=self.loop)
+        delivery.to_metadata = to_metadata
+        return delivery.future, delivery
 
-    __slots__ = ("_completions", "_engine_result")
+
+@cython.final
+@cython.no_gc
+@cython.freelist(1024)
+cdef class RecordDelivery:
+    """The engine's callback for one record: its future, and what the engine said. Untracked by
+    the GC: nothing it points to points back to it, except the producer's ``LoopCompletions``
+    queue while it waits to be drained (emptied if the loop is closed)."""
 
     def __call__(self, metadata, error):
         # on the engine's Sender thread (or whichever thread completes the record)
-        self._engine_result = metadata if error is None else error
-        (<LoopCompletions>self._completions).push(self)
+        self.result = metadata if error is None else error
+        self.completions.push(self)
+
+    cdef int resolve(self) except -1:
+        future = self.future
+        result = self.result
+        self.future = self.result = None
+        if _future_done(future):  # cancelled by its awaiter: the record is still sent
+            return 0
+        if type(result) is EngineMetadata:
+            if self.completions.acks == 0:
+                _set_result(future, None)  # no offset to give, as aiokafka
+            else:
+                _set_result(future, self.completions.record_metadata(<EngineMetadata>result))
+        else:
+            _set_exception(future, translate(result))
+        return 0
 
 
-class BatchDeliveryFuture(asyncio.Future):
-    """The future of ``send_batch``, and the callback of the engine's ``BatchFuture``:
-    ``to_metadata(batch_result)`` gives its value, or the exception it fails with."""
-
-    __slots__ = ("_completions", "_engine_result", "_to_metadata")
+@cython.final
+@cython.no_gc
+cdef class BatchDelivery:
+    """The callback of the engine's ``BatchFuture`` (one per ``send_batch``)."""
 
     def __call__(self, result):
-        self._engine_result = result
-        (<LoopCompletions>self._completions).push(self)
+        self.result = result
+        self.completions.push(self)
 
-    def resolve(self, result):
-        value = translate(result) if isinstance(result, BaseException) else self._to_metadata(result)
+    cdef int resolve(self) except -1:
+        future = self.future
+        result = self.result
+        self.future = self.result = None
+        if _future_done(future):
+            return 0
+        value = translate(result) if isinstance(result, BaseException) else self.to_metadata(result)
         if isinstance(value, BaseException):  # a record of the batch failed: the batch fails
-            self.set_exception(value)
+            _set_exception(future, value)
         else:
-            self.set_result(value)
-
-
-def new_delivery_future(LoopCompletions completions, loop):
-    """A ``DeliveryFuture`` of ``loop``, completed through ``completions``."""
-    future = DeliveryFuture(loop=loop)
-    future._completions = completions
-    return future
-
-
-def new_batch_future(LoopCompletions completions, loop, to_metadata):
-    future = BatchDeliveryFuture(loop=loop)
-    future._completions = completions
-    future._to_metadata = to_metadata
-    return future
+            _set_result(future, value)
+        return 0

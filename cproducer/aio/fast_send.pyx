@@ -4,22 +4,25 @@ Taken when the producer has no serializers and aiokafka's default partitioner, a
 plain: bytes key and/or value of at most about half a batch, no headers, the topic's partitions
 known at the current metadata version, a transaction open if the producer is transactional, room
 in the buffer for a new batch, no append waiting off the loop. The work: aiokafka's partition
-choice (murmur2 of the key, or a random available partition), the record's ``DeliveryFuture``,
-one call of the engine's ``send``. Everything else goes to the producer's Python path (``slow``),
+choice (murmur2 of the key, or a random available partition), the record's future and its
+``RecordDelivery``, one call of the engine's ``send``. Everything else goes to the producer's Python path (``slow``),
 which does the same with every check and error of aiokafka, and may wait.
 """
 
+import asyncio
 import os
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from libc.stdint cimport uint64_t
 
+from cproducer.aio.completions cimport LoopCompletions, RecordDelivery
 from cproducer.utils.murmur2 cimport murmur2_partition
 
 from cproducer import errors as engine_errors
-from cproducer.aio.completions import DeliveryFuture
 from cproducer.aio.errors import translate
 from cproducer.producer.internals.transaction_manager import IN_TRANSACTION
+
+cdef object _Future = asyncio.Future
 
 
 cdef class TopicPartitions:
@@ -47,7 +50,7 @@ cdef class AioFastSend:
     cdef object slow
     cdef object pool
     cdef object metadata
-    cdef object completions
+    cdef LoopCompletions completions
     cdef object loop
     cdef object transaction_manager
     cdef dict topics
@@ -60,7 +63,8 @@ cdef class AioFastSend:
     #: every send takes the slow path (the producer is stopping)
     cdef public bint divert
 
-    def __init__(self, loop, engine_send, slow, pool, metadata, completions, transaction_manager,
+    def __init__(self, loop, engine_send, slow, pool, metadata, LoopCompletions completions,
+                 transaction_manager,
                  dict topics, bint transactional, long long batch_size, Py_ssize_t small_record):
         self.loop = loop
         self.engine_send = engine_send
@@ -91,8 +95,8 @@ cdef class AioFastSend:
                    headers=None):
         cdef TopicPartitions st = self.topics.get(topic)
         cdef Py_ssize_t klen = 0, vlen = 0
-        cdef long long explicit
         cdef int part
+        cdef RecordDelivery delivery
         if (st is None or self.divert or self.off_loop or headers is not None
                 or (key is None and value is None)
                 or st.version != self.metadata.version
@@ -122,10 +126,12 @@ cdef class AioFastSend:
         # thread appends: the free memory cannot shrink before the append)
         if self.pool.available_memory < self.batch_size:
             return await self.slow(topic, value, key, partition, timestamp_ms, headers)
-        future = DeliveryFuture(loop=self.loop)  # (no loop: a getpid() call to find it)
-        future._completions = self.completions
+        future = _Future(loop=self.loop)  # (no loop: a getpid() call to find it)
+        delivery = RecordDelivery.__new__(RecordDelivery)
+        delivery.completions = self.completions
+        delivery.future = future
         try:
-            self.engine_send(topic, value, key, None, part, timestamp_ms, future)
+            self.engine_send(topic, value, key, None, part, timestamp_ms, delivery)
         except engine_errors.KafkaError as exc:
             raise translate(exc) from exc
         return future

@@ -33,7 +33,7 @@ import numpy as np
 from cproducer import errors as engine_errors
 from cproducer.aio import errors
 from cproducer.aio.batch_builder import BatchBuilder
-from cproducer.aio.completions import LoopCompletions, new_batch_future, new_delivery_future
+from cproducer.aio.completions import LoopCompletions
 from cproducer.aio.config import MISSING, engine_config
 from cproducer.aio.fast_send import AioFastSend, TopicPartitions
 from cproducer.aio.partitioner import DEFAULT_PARTITIONER
@@ -354,16 +354,16 @@ class AIOKafkaProducer:
             raise AssertionError(f"Unrecognized partition {partition!r} of topic {topic!r}")
         if headers is not None and not headers:
             headers = None
-        future = new_delivery_future(self._completions, self._loop)
+        future, delivery = self._completions.new_record_delivery()
         if self._may_block(key, value, headers):
             await self._off_loop(
                 functools.partial(
-                    self._engine_send, topic, value, key, headers, partition, timestamp_ms, future
+                    self._engine_send, topic, value, key, headers, partition, timestamp_ms, delivery
                 )
             )
         else:
             try:
-                self._engine_send(topic, value, key, headers, partition, timestamp_ms, future)
+                self._engine_send(topic, value, key, headers, partition, timestamp_ms, delivery)
             except engine_errors.KafkaError as exc:
                 raise errors.translate(exc) from exc
         return future
@@ -431,10 +431,8 @@ class AIOKafkaProducer:
         timestamps = np.array(batch.timestamps, dtype=np.int64)
         headers = batch.headers if batch.has_headers else None
         engine = self._require_started()
-        future = new_batch_future(
-            self._completions,
-            self._loop,
-            functools.partial(_first_record_metadata, topic, partition, self._completions.acks),
+        future, delivery = self._completions.new_batch_delivery(
+            functools.partial(_first_record_metadata, topic, partition, self._completions.acks)
         )
         call = functools.partial(
             engine.send_many,
@@ -454,7 +452,7 @@ class AIOKafkaProducer:
                 batch_future = call()
             except engine_errors.KafkaError as exc:
                 raise errors.translate(exc) from exc
-        batch_future.add_callback(future)
+        batch_future.add_callback(delivery)
         return future
 
     # ------------------------------------------------------------------ transactions
