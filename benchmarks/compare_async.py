@@ -179,9 +179,9 @@ def main(argv: List[str] | None = None) -> int:
         f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
     )
     print(
-        f"workload: {args.records} x {VALUE_SIZE} B, {DISTINCT_KEYS} keys, {PARTITIONS} partitions, "
-        f"acks=all, linger 5 ms, every future awaited ({args.await_mode}, chunks of {CHUNK}), "
-        f"{args.rounds} rounds"
+        f"workload: {args.records} x {VALUE_SIZE} B, {DISTINCT_KEYS} keys, "
+        f"{PARTITIONS} partitions, acks=all, linger 5 ms, every future awaited "
+        f"({args.await_mode}, chunks of {CHUNK}), {args.rounds} rounds"
     )
     medians: Dict[str, float] = {}
     print(f"{'client':<14}{'median msg/s':>14}{'CPU us/msg':>12}")

@@ -5,8 +5,9 @@ plain: bytes key and/or value of at most about half a batch, no headers, the top
 known at the current metadata version, a transaction open if the producer is transactional, room
 in the buffer for a new batch, no append waiting off the loop. The work: aiokafka's partition
 choice (murmur2 of the key, or a random available partition), the record's future and its
-``RecordDelivery``, one call of the engine's ``send``. Everything else goes to the producer's Python path (``slow``),
-which does the same with every check and error of aiokafka, and may wait.
+``RecordDelivery``, one call of the engine's ``send``. Everything else goes to the producer's
+Python path (``slow``), which does the same with every check and error of aiokafka, and may
+wait.
 """
 
 import asyncio
