@@ -20,6 +20,7 @@ under the GIL (no Python code runs between reading and replacing it).
 import asyncio
 
 cimport cython
+from cpython.ref cimport Py_INCREF
 
 from cproducer.producer.internals.produce_request_result cimport RecordMetadata as EngineMetadata
 
@@ -30,9 +31,9 @@ from cproducer.cluster import TopicPartition
 
 cdef extern from "Python.h":
     void PyObject_GC_UnTrack(void *op)
+    object PyType_GenericAlloc(type t, Py_ssize_t nitems)
+    void PyTuple_SET_ITEM(object t, Py_ssize_t i, object item)  # steals a reference
 
-
-cdef object _tuple_new = tuple.__new__
 cdef object _Future = asyncio.Future
 # unbound methods: no attribute lookup on each future
 cdef object _future_done = asyncio.Future.done
@@ -40,10 +41,19 @@ cdef object _set_result = asyncio.Future.set_result
 cdef object _set_exception = asyncio.Future.set_exception
 
 
-cdef inline object _untracked(object t):
-    # A tuple of str, int, None and such tuples cannot be part of a reference cycle: out of the
-    # GC's lists it is never walked (one RecordMetadata lives per record until its awaiter drops
-    # it). The GC itself untracks such tuples, but only once a collection walked them.
+cdef inline void _put(object t, Py_ssize_t i, object item):
+    Py_INCREF(item)
+    PyTuple_SET_ITEM(t, i, item)
+
+
+cdef object _untracked_tuple(type cls, Py_ssize_t n):
+    # An empty instance of the tuple subclass ``cls`` (a named tuple), to be filled by _put, as
+    # tuple.__new__ makes one but without the Python-level __new__ and the copy of a temporary
+    # tuple. It holds str, int, None and such tuples only, so it cannot be part of a reference
+    # cycle: taken out of the GC's lists at once, it is never walked (a RecordMetadata lives per
+    # record until its awaiter drops it). The GC untracks such tuples itself, but only after a
+    # collection walked them.
+    cdef object t = PyType_GenericAlloc(cls, n)
     PyObject_GC_UnTrack(<void*>t)
     return t
 
@@ -94,10 +104,19 @@ cdef class LoopCompletions:
         if tps is None:
             tps = self._topic_partitions[topic] = []
         while len(tps) <= partition:
-            tps.append(_untracked(_tuple_new(TopicPartition, (topic, len(tps)))))
-        return _untracked(_tuple_new(
-            RecordMetadata, (topic, partition, tps[partition], md.offset, md.timestamp, 0, None)
-        ))
+            tp = _untracked_tuple(TopicPartition, 2)
+            _put(tp, 0, topic)
+            _put(tp, 1, len(tps))
+            tps.append(tp)
+        out = _untracked_tuple(RecordMetadata, 7)
+        _put(out, 0, topic)
+        _put(out, 1, partition)
+        _put(out, 2, tps[partition])
+        _put(out, 3, md.offset)
+        _put(out, 4, md.timestamp)
+        _put(out, 5, 0)  # CreateTime: the engine does not tell a log append time apart
+        _put(out, 6, None)  # log_start_offset: not reported by the engine
+        return out
 
     def new_record_delivery(self):
         """(future, callback) for one record sent with the engine's ``send``."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import importlib
 import json
 import random
@@ -613,7 +614,7 @@ def test_completions_reach_the_loop_a_batch_at_a_time(
 ) -> None:
     """The engine completes records on its I/O thread; each completed batch wakes the loop once
     (one call_soon_threadsafe), not once per record."""
-    from cproducer.aio import AIOKafkaProducer
+    from cproducer.aio import AIOKafkaProducer, RecordMetadata
 
     topic = new_topic(3)
     n = 20_000
@@ -634,6 +635,11 @@ def test_completions_reach_the_loop_a_batch_at_a_time(
             futures = [await producer.send(topic, b"%05d" % i, key=b"%d" % i) for i in range(n)]
             metas = await asyncio.gather(*futures)
             assert sorted(m.offset for m in metas)[-1] < n
+            # aiokafka's named tuple, made in C: a real tuple, out of the GC's lists
+            md = metas[0]
+            assert md == tuple(md) and md._asdict()["offset"] == md.offset == md[3]
+            assert type(md) is RecordMetadata and md.topic_partition == (topic, md.partition)
+            assert not gc.is_tracked(md) and not gc.is_tracked(md.topic_partition)
             engine_metrics = producer._engine._sender.metrics
             return {"batches": engine_metrics.batches_sent, "records": engine_metrics.records_sent}
 
