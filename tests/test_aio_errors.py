@@ -72,6 +72,7 @@ def test_str_of_errors(module: object) -> None:
         (engine.NetworkError("cut"), ours.KafkaConnectionError),
         (engine.IllegalStateError("state"), ours.IllegalStateError),
         (engine.TransactionAbortedError("aborted"), ours.KafkaError),
+        (engine.InvalidRecordError("bad record"), ours.UnknownError),  # a code aiokafka lacks
         (engine.SerializationError("not bytes"), TypeError),
     ],
 )

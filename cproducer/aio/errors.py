@@ -462,8 +462,8 @@ def translate(exc: BaseException) -> BaseException:
         out = ProducerFenced()
     elif isinstance(exc, engine_errors.SerializationError):
         out = TypeError(text)  # aiokafka's record builder raises TypeError for a non-bytes value
-    elif isinstance(exc, engine_errors.BrokerResponseError) and exc.errno in kafka_errors:
-        cls: Type[BaseException] = kafka_errors[exc.errno]
+    elif isinstance(exc, engine_errors.BrokerResponseError):
+        cls: Type[BaseException] = for_code(exc.errno)  # UnknownError for codes aiokafka lacks
         out = cls(text) if text else cls()
     else:
         cls = KafkaError

@@ -651,6 +651,41 @@ def test_completions_reach_the_loop_a_batch_at_a_time(
     assert len(read_back(broker.bootstrap_servers, topic, 3, n)) == n
 
 
+def test_a_failed_record_makes_the_commit_raise_its_error(broker: LocalBroker) -> None:
+    """A record of the transaction fails (the proxy answers its Produce request
+    TOPIC_AUTHORIZATION_FAILED): its future raises that error, so does the commit (the engine
+    will not commit a transaction that lost a record, as Java; aiokafka would commit the rest),
+    the abort works and the next transaction commits."""
+    from cproducer.aio import AIOKafkaProducer, errors
+
+    topic = f"aio-txn-fail-{time.time_ns()}"
+    broker.create_topic(topic, 1)
+
+    async def scenario(vc: VirtualCluster) -> Any:
+        async with AIOKafkaProducer(
+            bootstrap_servers=vc.bootstrap_servers, transactional_id=f"aio-fail-{time.time_ns()}"
+        ) as producer:
+            vc.inject_produce_errors(0, 29, count=1)
+            await producer.begin_transaction()
+            doomed = await producer.send(topic, b"doomed")
+            with pytest.raises(errors.TopicAuthorizationFailedError):
+                await doomed
+            with pytest.raises(errors.TopicAuthorizationFailedError):
+                await producer.commit_transaction()
+            with pytest.raises(errors.IllegalOperation):
+                await producer.send(topic, b"not in a transaction any more")
+            await producer.abort_transaction()
+            async with producer.transaction():
+                return await producer.send_and_wait(topic, b"next")
+
+    with VirtualCluster(broker.bootstrap_servers, 1) as vc:
+        md = run(scenario(vc))
+        assert vc.injected_answers == 1
+    assert md.partition == 0
+    values = [r.value for r in read_back(broker.bootstrap_servers, topic, 1, 1)]
+    assert values == [b"next"]
+
+
 def test_user_partitioner_is_called_as_aiokafka_calls_it(
     broker: LocalBroker, new_topic: Callable[..., str]
 ) -> None:
