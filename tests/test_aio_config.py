@@ -133,18 +133,64 @@ def test_made_outside_a_running_loop(cls: Any) -> None:
         cls()
 
 
+@PRODUCERS
 @pytest.mark.parametrize(
-    "kw",
+    "kw, match",
     [
-        {"security_protocol": "SASL_PLAINTEXT"},
-        {"security_protocol": "SASL_SSL"},
-        {"sasl_plain_username": "user", "sasl_plain_password": "secret-pw"},
-        {"sasl_mechanism": "SCRAM-SHA-256"},
+        ({"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "FOO"}, "sasl_mechanism"),
+        ({"security_protocol": "SASL_PLAINTEXT", "sasl_plain_username": "u"}, "required"),
+        ({"security_protocol": "SASL_SSL", "sasl_plain_username": "u"}, "ssl_context"),
     ],
 )
-def test_sasl_is_refused_without_showing_secrets(kw: Dict[str, Any]) -> None:
-    with pytest.raises(ValueError, match="SASL") as refused:
-        _make(AIOKafkaProducer, **kw)
+def test_bad_sasl_settings_raise_what_aiokafka_raises(
+    cls: Any, kw: Dict[str, Any], match: str
+) -> None:
+    with pytest.raises(ValueError, match=match):
+        _make(cls, **kw)
+
+
+def test_sasl_settings_reach_the_engine() -> None:
+    plain = _engine(
+        security_protocol="SASL_PLAINTEXT",
+        sasl_plain_username="alice",
+        sasl_plain_password="alice-pw",
+    )
+    assert (plain["security.protocol"], plain["sasl.mechanism"]) == ("sasl_plaintext", "PLAIN")
+    assert plain["sasl.username"] == "alice"
+    scram = _engine(
+        security_protocol="SASL_PLAINTEXT",
+        sasl_mechanism="SCRAM-SHA-512",
+        sasl_plain_username="alice",
+        sasl_plain_password="alice-pw",
+    )
+    assert scram["sasl.mechanism"] == "SCRAM-SHA-512"
+    # without a SASL protocol aiokafka ignores the SASL settings: so does the facade
+    ignored = _engine(sasl_plain_username="alice", sasl_plain_password="alice-pw")
+    assert ignored["security.protocol"] == "plaintext" and ignored["sasl.username"] is None
+
+
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        ({"sasl_mechanism": "GSSAPI"}, "Kerberos"),
+        (
+            {
+                "sasl_mechanism": "PLAIN",
+                "sasl_kerberos_service_name": "k",
+                "sasl_plain_username": "u",
+                "sasl_plain_password": "secret-pw",
+            },
+            "GSSAPI",
+        ),
+        ({"sasl_mechanism": "OAUTHBEARER"}, "sasl_oauth_token_provider"),
+        ({"sasl_mechanism": "OAUTHBEARER", "sasl_oauth_token_provider": "a token"}, "token"),
+    ],
+)
+def test_what_the_engine_cannot_do_is_refused_without_secrets(
+    kw: Dict[str, Any], match: str
+) -> None:
+    with pytest.raises(ValueError, match=match) as refused:
+        _make(AIOKafkaProducer, security_protocol="SASL_PLAINTEXT", **kw)
     assert "secret-pw" not in str(refused.value)
 
 

@@ -1,8 +1,6 @@
 # The completion hand-over, for the send fast path (fast_send.pyx): it makes deliveries in C.
 cimport cython
 
-from cproducer.producer.internals.produce_request_result cimport RecordMetadata as EngineMetadata
-
 
 @cython.final
 cdef class LoopCompletions:
@@ -10,15 +8,13 @@ cdef class LoopCompletions:
     cdef object _call_soon_threadsafe
     cdef list _queue
     cdef bint _scheduled
-    # topic -> [TopicPartition by partition]: made once, not per record
-    cdef dict _topic_partitions
     # acks=0: an awaited send gives None (there is no offset), as in aiokafka
     cdef readonly int acks
     # how many times the loop was woken up for completions (tests, benchmarks)
     cdef public long long handovers
 
     cdef int push(self, object delivery) except -1
-    cdef object record_metadata(self, EngineMetadata md)
+    cdef object record_metadata(self, tuple md)
 
 
 @cython.final

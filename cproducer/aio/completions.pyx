@@ -22,11 +22,8 @@ import asyncio
 cimport cython
 from cpython.ref cimport Py_INCREF
 
-from cproducer.producer.internals.produce_request_result cimport RecordMetadata as EngineMetadata
-
 from cproducer.aio.errors import translate
 from cproducer.aio.structs import RecordMetadata
-from cproducer.cluster import TopicPartition
 
 
 cdef extern from "Python.h":
@@ -67,7 +64,6 @@ cdef class LoopCompletions:
         self._call_soon_threadsafe = loop.call_soon_threadsafe
         self._queue = []
         self._scheduled = False
-        self._topic_partitions = {}
         self.acks = acks
         self.handovers = 0
 
@@ -96,24 +92,15 @@ cdef class LoopCompletions:
             else:
                 (<BatchDelivery>delivery).resolve()
 
-    cdef object record_metadata(self, EngineMetadata md):
-        # aiokafka's RecordMetadata named tuple, made without its Python-level __new__
-        cdef str topic = md.topic
-        cdef int partition = md.partition
-        cdef list tps = self._topic_partitions.get(topic)
-        if tps is None:
-            tps = self._topic_partitions[topic] = []
-        while len(tps) <= partition:
-            tp = _untracked_tuple(TopicPartition, 2)
-            _put(tp, 0, topic)
-            _put(tp, 1, len(tps))
-            tps.append(tp)
+    cdef object record_metadata(self, tuple md):
+        # aiokafka's RecordMetadata from the engine's (kafka-python's fields: topic, partition,
+        # topic_partition, offset, timestamp, ...), its TopicPartition shared
         out = _untracked_tuple(RecordMetadata, 7)
-        _put(out, 0, topic)
-        _put(out, 1, partition)
-        _put(out, 2, tps[partition])
-        _put(out, 3, md.offset)
-        _put(out, 4, md.timestamp)
+        _put(out, 0, md[0])
+        _put(out, 1, md[1])
+        _put(out, 2, md[2])
+        _put(out, 3, md[3])
+        _put(out, 4, md[4])
         _put(out, 5, 0)  # CreateTime: the engine does not tell a log append time apart
         _put(out, 6, None)  # log_start_offset: not reported by the engine
         return out
@@ -154,13 +141,12 @@ cdef class RecordDelivery:
         self.future = self.result = None
         if _future_done(future):  # cancelled by its awaiter: the record is still sent
             return 0
-        if type(result) is EngineMetadata:
-            if self.completions.acks == 0:
-                _set_result(future, None)  # no offset to give, as aiokafka
-            else:
-                _set_result(future, self.completions.record_metadata(<EngineMetadata>result))
-        else:
+        if isinstance(result, BaseException):
             _set_exception(future, translate(result))
+        elif self.completions.acks == 0:
+            _set_result(future, None)  # no offset to give, as aiokafka
+        else:
+            _set_result(future, self.completions.record_metadata(<tuple>result))
         return 0
 
 

@@ -14,6 +14,9 @@ How aiokafka's behaviours map onto the engine:
   (``max.block.ms``), each request, and, without idempotence, a batch's life (aiokafka expires a
   batch ``request_timeout_ms`` after it was made; the engine after ``linger.ms`` +
   ``request.timeout.ms``); with idempotence aiokafka never expires a batch, nor does the engine;
+- SASL: PLAIN and SCRAM with ``sasl_plain_username``/``sasl_plain_password``, OAUTHBEARER with
+  aiokafka's token provider (its coroutine run on the loop: ``token_provider.py``); GSSAPI
+  (Kerberos) is refused; without a SASL protocol the SASL settings are ignored, as aiokafka does;
 - bad values raise what aiokafka raises (``ValueError`` for acks and compression, ``RuntimeError``
   for a missing codec library); what the engine cannot do is refused with a message saying so.
 """
@@ -33,7 +36,7 @@ _client_ids = itertools.count(1)
 #: a keyword's default: the value aiokafka uses when the user leaves it out
 MISSING: Any = object()
 
-#: aiokafka's SASL settings and their defaults: refused when set (the engine has no SASL yet)
+#: aiokafka's SASL settings and their defaults
 SASL_DEFAULTS: Dict[str, Any] = {
     "sasl_mechanism": "PLAIN",
     "sasl_plain_password": None,
@@ -42,6 +45,42 @@ SASL_DEFAULTS: Dict[str, Any] = {
     "sasl_kerberos_domain_name": None,
     "sasl_oauth_token_provider": None,
 }
+
+
+def _sasl_config(sasl: Dict[str, Any]) -> Dict[str, Any]:
+    """The engine's SASL settings from aiokafka's (checked as aiokafka checks them)."""
+    mechanism = sasl.get("sasl_mechanism", "PLAIN")
+    if mechanism not in ("PLAIN", "GSSAPI", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"):
+        raise ValueError(
+            "only `PLAIN`, `GSSAPI`, `SCRAM-SHA-256`, `SCRAM-SHA-512` and `OAUTHBEARER` "
+            "sasl_mechanism are supported"
+        )
+    if mechanism == "GSSAPI":
+        raise ValueError(
+            "sasl_mechanism='GSSAPI': Kerberos is not supported by cproducer; use PLAIN, "
+            "SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER"
+        )
+    for name in ("sasl_kerberos_service_name", "sasl_kerberos_domain_name"):
+        if sasl.get(name, SASL_DEFAULTS[name]) != SASL_DEFAULTS[name]:
+            raise ValueError(f"{name}: a GSSAPI (Kerberos) setting, and GSSAPI is not supported")
+    out: Dict[str, Any] = {"sasl_mechanism": mechanism}
+    if mechanism == "OAUTHBEARER":
+        provider = sasl.get("sasl_oauth_token_provider")
+        if provider is None or not callable(getattr(provider, "token", None)):
+            raise ValueError(
+                "sasl_oauth_token_provider needs to be provided implementing "
+                "aiokafka.abc.AbstractTokenProvider (an object with token())"
+            )
+        out["sasl_oauth_token_provider"] = provider
+        return out
+    username, password = sasl.get("sasl_plain_username"), sasl.get("sasl_plain_password")
+    if username is None or password is None:
+        raise ValueError(
+            f"sasl_plain_username and sasl_plain_password required for {mechanism} sasl"
+        )
+    out["sasl_plain_username"] = username
+    out["sasl_plain_password"] = password
+    return out
 
 
 def _servers(value: Union[str, List[str]]) -> Union[str, List[str]]:
@@ -102,18 +141,12 @@ def engine_config(
         acks = 1
     if security_protocol not in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"):
         raise ValueError("`security_protocol` should be SSL, PLAINTEXT, SASL_PLAINTEXT or SASL_SSL")
-    if security_protocol.startswith("SASL"):
-        raise ValueError(
-            f"security_protocol={security_protocol!r}: cproducer.aio has no SASL yet; use "
-            "PLAINTEXT or SSL (ssl_context=...)"
-        )
-    for name, default in SASL_DEFAULTS.items():
-        if sasl.get(name, default) != default:
-            raise ValueError(
-                f"{name}: cproducer.aio has no SASL yet, so the SASL settings cannot be used"
-            )
-    if security_protocol == "SSL" and ssl_context is None:
+    if security_protocol in ("SSL", "SASL_SSL") and ssl_context is None:
         raise ValueError("`ssl_context` is mandatory if security_protocol=='SSL'")
+    if security_protocol.startswith("SASL"):
+        sasl_config = _sasl_config(sasl)
+    else:
+        sasl_config = {}  # aiokafka ignores the SASL settings without a SASL protocol
     if client_id is None:
         client_id = f"aiokafka-producer-{next(_client_ids)}"
     config: Dict[str, Any] = {
@@ -134,7 +167,8 @@ def engine_config(
             _INT64_MAX if connections_max_idle_ms is None else connections_max_idle_ms
         ),
         "enable_idempotence": bool(enable_idempotence),
-        "security_protocol": "ssl" if security_protocol == "SSL" else "plaintext",
+        "security_protocol": security_protocol.lower(),
+        **sasl_config,
     }
     # aiokafka expires a batch request_timeout_ms after it was made; the engine counts linger too
     # (and wants at least linger + request timeout). With idempotence aiokafka never expires one.

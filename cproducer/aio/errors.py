@@ -458,7 +458,7 @@ def translate(exc: BaseException) -> BaseException:
         return exc
     text = exc.args[0] if exc.args and isinstance(exc.args[0], str) else ""
     out: BaseException
-    if exc.errno in _FENCED_CODES:
+    if getattr(exc, "errno", None) in _FENCED_CODES:
         out = ProducerFenced()
     elif isinstance(exc, engine_errors.SerializationError):
         out = TypeError(text)  # aiokafka's record builder raises TypeError for a non-bytes value

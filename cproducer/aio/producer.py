@@ -38,6 +38,7 @@ from cproducer.aio.config import MISSING, engine_config
 from cproducer.aio.fast_send import AioFastSend, TopicPartitions
 from cproducer.aio.partitioner import DEFAULT_PARTITIONER
 from cproducer.aio.structs import OffsetAndMetadata, RecordMetadata, TopicPartition
+from cproducer.aio.token_provider import LoopTokenProvider
 from cproducer.config import ProducerConfig
 from cproducer.producer.internals.transaction_manager import FATAL_ERROR, IN_TRANSACTION
 from cproducer.producer.kafka_producer import KafkaProducer
@@ -51,8 +52,8 @@ class AIOKafkaProducer:
     """aiokafka's ``AIOKafkaProducer``, on the cproducer engine.
 
     Make it inside a running event loop; ``await start()`` (or ``async with``) before sending,
-    ``await stop()`` after. Keyword arguments, defaults and errors are aiokafka's; SASL is not
-    supported yet (its settings are refused).
+    ``await stop()`` after. Keyword arguments, defaults and errors are aiokafka's (SASL GSSAPI is
+    refused: no Kerberos).
     """
 
     _closed: Optional[bool] = None  # not set up: nothing for __del__ to do
@@ -125,6 +126,10 @@ class AIOKafkaProducer:
                 "sasl_oauth_token_provider": sasl_oauth_token_provider,
             },
         )
+        if "sasl_oauth_token_provider" in self._config:
+            self._config["sasl_oauth_token_provider"] = LoopTokenProvider(
+                self._config["sasl_oauth_token_provider"], loop, request_timeout_ms / 1000
+            )
         engine_cfg = ProducerConfig(**self._config)  # the engine's checks, now rather than later
         self.client_id: str = engine_cfg["client.id"]
         self._bootstrap_servers = bootstrap_servers
@@ -205,6 +210,10 @@ class AIOKafkaProducer:
                     f"Unable to bootstrap from {self._bootstrap_servers!r} within "
                     f"{self._request_timeout_ms} ms (request_timeout_ms)"
                 ) from None
+            except engine_errors.KafkaError as exc:  # e.g. refused credentials, at once
+                raise errors.KafkaConnectionError(
+                    f"Unable to bootstrap from {self._bootstrap_servers!r}: {exc}"
+                ) from exc
             if self._transactional:
                 try:
                     engine.init_transactions()

@@ -16,15 +16,18 @@ import json
 import random
 import time
 import types
+import uuid
 from typing import Any, Callable, Dict, Iterator, List, Optional
 
 import pytest
+from aiokafka.abc import AbstractTokenProvider
 from confluent_kafka import Consumer
 from confluent_kafka import TopicPartition as CKTopicPartition
 
 from cproducer.localbroker import LocalBroker, free_port
 from cproducer.utils.murmur2 import partition_for_key
 from tests.integration.readback import ConsumedRecord, by_partition, read_back
+from tests.integration.test_sasl import PASSWORD, librdkafka_settings, sasl_cluster, unsecured_jwt
 from tests.tools.virtual_cluster import VirtualCluster
 
 PEERS = ["cproducer.aio", "aiokafka"]
@@ -522,6 +525,56 @@ def test_transaction_calls_need_a_transactional_id(
     run(scenario())
 
 
+# ------------------------------------------------------------------ SASL
+
+
+class _UnsecuredJwtProvider(AbstractTokenProvider):
+    """aiokafka's token provider shape: an async token()."""
+
+    async def token(self) -> str:
+        await asyncio.sleep(0)
+        return unsecured_jwt("alice", 300)
+
+
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"])
+def test_sasl(peer: types.SimpleNamespace, mechanism: str) -> None:
+    """SASL_PLAINTEXT through the SASL front (tests/tools/sasl_front.py) in front of Tansu, with
+    aiokafka's settings: every mechanism the engine has, OAUTHBEARER with aiokafka's async token
+    provider; a wrong password fails start() with KafkaConnectionError."""
+    settings: Dict[str, Any] = {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": mechanism}
+    if mechanism == "OAUTHBEARER":
+        settings["sasl_oauth_token_provider"] = _UnsecuredJwtProvider()
+    else:
+        settings.update(sasl_plain_username="alice", sasl_plain_password=PASSWORD)
+
+    async def scenario(front: Any, topic: str) -> List[Any]:
+        async with peer.AIOKafkaProducer(
+            bootstrap_servers=front.bootstrap_servers, **settings
+        ) as producer:
+            futures = [await producer.send(topic, b"v%d" % i, key=b"%d" % i) for i in range(100)]
+            metas = [await f for f in futures]
+        if mechanism != "OAUTHBEARER":
+            wrong = peer.AIOKafkaProducer(
+                bootstrap_servers=front.bootstrap_servers,
+                request_timeout_ms=5000,
+                **{**settings, "sasl_plain_password": "wrong"},
+            )
+            with pytest.raises(peer.errors.KafkaConnectionError):
+                await wrong.start()
+            await wrong.stop()
+        return metas
+
+    with sasl_cluster() as (broker, front):
+        topic = f"aio-sasl-{uuid.uuid4().hex[:8]}"
+        broker.create_topic(topic, 2)
+        metas = run(scenario(front, topic))
+        records = read_back(
+            front.bootstrap_servers, topic, 2, 100, config=librdkafka_settings(front)
+        )
+    at = {(r.partition, r.offset): r.value for r in records}
+    assert [at[(m.partition, m.offset)] for m in metas] == [b"v%d" % i for i in range(100)]
+
+
 # ------------------------------------------------------------------ the loop keeps running
 
 
@@ -635,11 +688,12 @@ def test_completions_reach_the_loop_a_batch_at_a_time(
             futures = [await producer.send(topic, b"%05d" % i, key=b"%d" % i) for i in range(n)]
             metas = await asyncio.gather(*futures)
             assert sorted(m.offset for m in metas)[-1] < n
-            # aiokafka's named tuple, made in C: a real tuple, out of the GC's lists
+            # aiokafka's named tuple, made in C: a real tuple, out of the GC's lists (its
+            # TopicPartition is the engine's, one per batch)
             md = metas[0]
             assert md == tuple(md) and md._asdict()["offset"] == md.offset == md[3]
             assert type(md) is RecordMetadata and md.topic_partition == (topic, md.partition)
-            assert not gc.is_tracked(md) and not gc.is_tracked(md.topic_partition)
+            assert not gc.is_tracked(md)
             engine_metrics = producer._engine._sender.metrics
             return {"batches": engine_metrics.batches_sent, "records": engine_metrics.records_sent}
 
