@@ -1,3 +1,6 @@
+# cython: freethreading_compatible=False
+# Free-threaded Python: keeps the GIL. The completed-deliveries list is swapped, and the hand-over
+# flag read and written, without a lock: one step each only because the GIL is held.
 """Delivery results from the engine's I/O thread to the event loop, a batch at a time.
 
 The engine completes a record on its Sender thread by calling the record's callback. Here that

@@ -1,3 +1,6 @@
+# cython: freethreading_compatible=False
+# Free-threaded Python: keeps the GIL. Its random state and its counters are written without a
+# lock, and it calls the engine's send, which keeps the GIL.
 """The per-record path of ``AIOKafkaProducer.send``, in C (as the engine's ``FastSend``).
 
 Taken when the producer has no serializers and aiokafka's default partitioner, and the record is
