@@ -274,3 +274,30 @@ def test_add_partitions_errors_retried_or_making_the_transaction_abortable(
     assert sorted(values) == sorted(
         [b"ok-%d" % i for i in range(30)] + [b"after-%d" % i for i in range(30)]
     )
+
+
+def test_a_produce_error_in_a_transaction_leaves_no_sequence_gap(broker: LocalBroker) -> None:
+    """A transaction's Produce request answered INVALID_RECORD: the broker wrote nothing, so
+    after the abort the partition's next batch takes the failed batch's sequence numbers (Java's
+    adjustSequencesDueToFailedBatch); it lands at once instead of being answered
+    OUT_OF_ORDER_SEQUENCE_NUMBER until its delivery timeout."""
+    topic = f"vc-seq-{time.time_ns()}"
+    broker.create_topic(topic, 1)
+    with VirtualCluster(broker.bootstrap_servers, 1) as vc:
+        with _transactional(vc) as p:
+            p.begin_transaction()
+            p.send(topic, b"first", partition=0).get(10)
+            vc.inject_produce_errors(0, 87, count=1)  # INVALID_RECORD: not retriable
+            doomed = p.send(topic, b"doomed", partition=0)
+            with pytest.raises(errors.InvalidRecordError):
+                doomed.get(10)
+            with pytest.raises(errors.TransactionAbortableError):
+                p.commit_transaction(10)
+            p.abort_transaction(10)
+            p.begin_transaction()
+            after = [p.send(topic, b"after-%d" % i, partition=0) for i in range(20)]
+            p.commit_transaction(10)
+            assert all(f.exception is None for f in after)
+        values = [r.value for r in read_back(vc.bootstrap_servers, topic, 1, 21)]
+    assert b"doomed" not in values
+    assert [v for v in values if v.startswith(b"after")] == [b"after-%d" % i for i in range(20)]

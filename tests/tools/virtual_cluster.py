@@ -34,6 +34,10 @@ names topics by id; 9 shows a client without the hints). ``metadata_requests`` c
 requests per node; ``moved_at``/``first_not_leader``/``first_accepted`` time each move (the first
 NOT_LEADER_OR_FOLLOWER answer written to the client, the first Produce the new leader took).
 
+And for clients the broker cannot serve: ``raise_init_producer_id_version(3)`` sends every
+InitProducerId request of an older version to the broker at that version and answers it back in
+the client's version (Tansu answers v0-v2 with UNKNOWN_SERVER_ERROR; aiokafka speaks only v0).
+
 Answers are decoded and re-encoded with kafka-python's schema-generated classes (a test
 dependency), so this lives with the tests, not in the package.
 """
@@ -52,6 +56,8 @@ from kafka.protocol.producer import (
     AddPartitionsToTxnRequest,
     AddPartitionsToTxnResponse,
     EndTxnResponse,
+    InitProducerIdRequest,
+    InitProducerIdResponse,
     ProduceRequest,
     ProduceResponse,
 )
@@ -64,6 +70,7 @@ API_VERSIONS = 18
 _NEVER: Any = object()  # the answer slot of a request that is never answered
 NOT_LEADER_OR_FOLLOWER = 6
 FIRST_LEADER_HINT_VERSION = 10  # KIP-951: CurrentLeader and NodeEndpoints in Produce answers
+INIT_PRODUCER_ID = 22
 # the first version whose answers carry header v1 (tagged fields), per API the proxy rewrites
 # (ApiVersions answers never do, so that any client can read them)
 _FIRST_FLEXIBLE = {
@@ -73,6 +80,7 @@ _FIRST_FLEXIBLE = {
     END_TXN: 3,
     ADD_PARTITIONS_TO_TXN: 3,
     API_VERSIONS: 2**15,
+    INIT_PRODUCER_ID: 2,
 }
 
 
@@ -111,6 +119,7 @@ class VirtualCluster:
         self.injected_answers = 0
         self.delayed: Dict[int, List[float]] = {}  # node -> [ms, remaining]
         self.delayed_answers = 0
+        self.init_producer_id_version = 0  # older InitProducerId requests go up to this version
         self._loop = asyncio.new_event_loop()
         self._locks: Dict[int, asyncio.Lock] = {}
         self._servers: Dict[int, Any] = {}
@@ -171,6 +180,9 @@ class VirtualCluster:
 
     def delay_produce_answers(self, node: int, ms: float, count: int) -> None:
         self.delayed[node] = [ms, count]
+
+    def raise_init_producer_id_version(self, version: int) -> None:
+        self.init_producer_id_version = version
 
     def fail_node(self, node: int) -> None:
         self._call(self._fail(node))
@@ -264,6 +276,8 @@ class VirtualCluster:
                         await slots.put((cid, api_key, version, answer, moved))
                         continue
                 await slots.put((cid, api_key, version, None, moved))
+                if api_key == INIT_PRODUCER_ID and version < self.init_producer_id_version:
+                    frame = _init_producer_id_at(self.init_producer_id_version, frame, version)
                 await queue.put((api_key, frame))
 
         async def service() -> None:
@@ -288,7 +302,12 @@ class VirtualCluster:
                     frame = await up_reader.readexactly(size)
                     if _SIZE.unpack_from(frame)[0] != cid:
                         raise ValueError(f"upstream answered out of order (expected {cid})")
-                    answer = self._rewrite(api_key, version, frame)
+                    if api_key == INIT_PRODUCER_ID and version < self.init_producer_id_version:
+                        answer = _init_producer_id_answer(
+                            frame, self.init_producer_id_version, version
+                        )
+                    else:
+                        answer = self._rewrite(api_key, version, frame)
                     if moved is not None:
                         answer = _merge_produce_answers(answer, moved, version, cid)
                     delay = self.delayed.get(node)
@@ -456,6 +475,28 @@ def _encode(resp: Any, api_key: int, version: int, cid: int) -> bytes:
     header = _SIZE.pack(cid) + (b"\x00" if version >= _FIRST_FLEXIBLE[api_key] else b"")
     resp._header = None  # made or decoded without a header; encode() looks for one
     return header + bytes(resp.encode(version=version))
+
+
+def _init_producer_id_at(version: int, frame: bytes, client_version: int) -> bytes:
+    """The client's InitProducerId request ``frame``, re-encoded at ``version`` (the new fields
+    at their defaults: no producer id or epoch yet)."""
+    request: Any = InitProducerIdRequest.decode(frame, version=client_version, header=True)
+    raised: Any = InitProducerIdRequest(
+        transactional_id=request.transactional_id,
+        transaction_timeout_ms=request.transaction_timeout_ms,
+    )
+    raised.with_header(
+        correlation_id=request.header.correlation_id, client_id=request.header.client_id
+    )
+    return bytes(raised.encode(version=version, header=True))
+
+
+def _init_producer_id_answer(frame: bytes, version: int, client_version: int) -> bytes:
+    """The broker's InitProducerId answer at ``version``, re-encoded in the client's version."""
+    response: Any = InitProducerIdResponse.decode(
+        _body(frame, INIT_PRODUCER_ID, version), version=version
+    )
+    return _encode(response, INIT_PRODUCER_ID, client_version, _SIZE.unpack_from(frame)[0])
 
 
 def _error_answer(api_key: int, frame: bytes, version: int, cid: int, error_code: int) -> bytes:

@@ -1,0 +1,207 @@
+"""asyncio producers compared: cproducer.aio vs aiokafka vs confluent-kafka's AIOProducer.
+
+One fresh LocalBroker; each client runs in its own child process (its CPU time is its own, all
+threads included) on its own topic, the clients alternating round by round. The workload is the
+same for all: N x 100-byte values, 1,000 distinct keys, 6 partitions, acks=all, linger 5 ms, no
+compression, and every record's future awaited: the records are sent in chunks of 1,000, each
+chunk's futures awaited while the next chunks are sent, at most 16 chunks outstanding; a chunk is
+awaited with ``asyncio.gather`` (``--await-mode gather``, the default) or one ``await`` per future
+in send order (``--await-mode each``: no gather machinery, whose per-future callbacks cost every
+client the same few microseconds). Only the sending and awaiting is timed, not start/stop.
+Prints each round, then the medians and the ratios of cproducer.aio's msg/s to each peer's.
+
+    python benchmarks/compare_async.py [--records 100000] [--rounds 5] [--await-mode each]
+                                       [--clients cproducer.aio,aiokafka,confluent.aio]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import json
+import multiprocessing as mp
+import os
+import platform
+import resource
+import statistics
+import sys
+import time
+from typing import Any, Awaitable, Callable, Deque, Dict, List
+
+VALUE_SIZE = 100
+DISTINCT_KEYS = 1000
+PARTITIONS = 6
+CHUNK = 1000
+WINDOW = 16
+#: "gather" or "each" (set in each child from --await-mode)
+AWAIT_MODE = "gather"
+
+
+def _cpu_s() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+async def _drive(send: Callable[[bytes, bytes], Awaitable[Any]], n: int) -> int:
+    """Send n records through ``send`` (returns the record's future), awaiting every future."""
+    keys = [f"key-{i:06d}".encode() for i in range(DISTINCT_KEYS)]
+    value = b"v" * VALUE_SIZE
+    outstanding: Deque[Any] = collections.deque()
+    delivered = 0
+
+    async def settle(chunk: Any) -> int:
+        if AWAIT_MODE == "gather":
+            return sum(1 for r in await chunk if not isinstance(r, BaseException))
+        delivered = 0
+        for future in chunk:
+            try:
+                await future
+                delivered += 1
+            except Exception:
+                pass
+        return delivered
+
+    for start in range(0, n, CHUNK):
+        futures = [await send(value, keys[i % DISTINCT_KEYS]) for i in range(start, start + CHUNK)]
+        if AWAIT_MODE == "gather":
+            outstanding.append(asyncio.gather(*futures, return_exceptions=True))
+        else:
+            outstanding.append(futures)
+        if len(outstanding) >= WINDOW:
+            delivered += await settle(outstanding.popleft())
+    while outstanding:
+        delivered += await settle(outstanding.popleft())
+    return delivered
+
+
+async def _aiokafka_style(cls: Any, bootstrap: str, topic: str, n: int) -> Dict[str, float]:
+    producer = cls(bootstrap_servers=bootstrap, acks="all", linger_ms=5)
+    await producer.start()
+    try:
+
+        async def send(value: bytes, key: bytes) -> Any:
+            return await producer.send(topic, value, key=key)
+
+        return await _timed(send, n)
+    finally:
+        await producer.stop()
+
+
+async def _timed(send: Callable[[bytes, bytes], Awaitable[Any]], n: int) -> Dict[str, float]:
+    cpu0, t0 = _cpu_s(), time.perf_counter()
+    delivered = await _drive(send, n)
+    return {"delivered": delivered, "wall_s": time.perf_counter() - t0, "cpu_s": _cpu_s() - cpu0}
+
+
+async def run_cproducer_aio(bootstrap: str, topic: str, n: int) -> Dict[str, float]:
+    from cproducer.aio import AIOKafkaProducer
+
+    return await _aiokafka_style(AIOKafkaProducer, bootstrap, topic, n)
+
+
+async def run_aiokafka(bootstrap: str, topic: str, n: int) -> Dict[str, float]:
+    from aiokafka import AIOKafkaProducer
+
+    return await _aiokafka_style(AIOKafkaProducer, bootstrap, topic, n)
+
+
+async def run_confluent_aio(bootstrap: str, topic: str, n: int) -> Dict[str, float]:
+    from confluent_kafka.aio import AIOProducer
+
+    producer = AIOProducer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5})
+    try:
+
+        async def send(value: bytes, key: bytes) -> Any:
+            return await producer.produce(topic, value=value, key=key)
+
+        return await _timed(send, n)
+    finally:
+        await producer.close()
+
+
+CLIENTS = {
+    "cproducer.aio": run_cproducer_aio,
+    "aiokafka": run_aiokafka,
+    "confluent.aio": run_confluent_aio,
+}
+
+
+def _child(name: str, bootstrap: str, topic: str, n: int, mode: str, out: Any) -> None:
+    global AWAIT_MODE
+    AWAIT_MODE = mode
+    try:
+        out.put({"client": name, **asyncio.run(CLIENTS[name](bootstrap, topic, n))})
+    except Exception as exc:  # reported, not raised: the other clients still run
+        out.put({"client": name, "error": f"{type(exc).__name__}: {exc}"})
+
+
+def main(argv: List[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--records", type=int, default=100_000)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--clients", default=",".join(CLIENTS))
+    ap.add_argument("--await-mode", choices=("gather", "each"), default="gather")
+    ap.add_argument("--json", help="also write every run here")
+    args = ap.parse_args(argv)
+    from cproducer.localbroker import LocalBroker
+
+    names = [c for c in args.clients.split(",") if c]
+    runs: List[Dict[str, Any]] = []
+    ctx = mp.get_context("spawn")
+    with LocalBroker() as broker:
+        for rnd in range(args.rounds):
+            order = names[rnd % len(names) :] + names[: rnd % len(names)]  # alternate who is first
+            for name in order:
+                topic = f"async-{name.replace('.', '-')}-{rnd}-{os.getpid()}"
+                broker.create_topic(topic, PARTITIONS)
+                q = ctx.Queue()
+                proc = ctx.Process(
+                    target=_child,
+                    args=(name, broker.bootstrap_servers, topic, args.records, args.await_mode, q),
+                )
+                proc.start()
+                res = q.get(timeout=900)
+                proc.join()
+                if "error" not in res and res["delivered"] != args.records:
+                    res["error"] = f"delivered {res['delivered']} of {args.records}"
+                res["round"] = rnd
+                runs.append(res)
+                if "error" in res:
+                    print(f"round {rnd} {name:<14} ERROR {res['error']}", flush=True)
+                else:
+                    print(
+                        f"round {rnd} {name:<14} {args.records / res['wall_s']:>10,.0f} msg/s "
+                        f"{res['cpu_s'] / args.records * 1e6:>7.2f} CPU us/msg",
+                        flush=True,
+                    )
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    )
+    print(
+        f"workload: {args.records} x {VALUE_SIZE} B, {DISTINCT_KEYS} keys, "
+        f"{PARTITIONS} partitions, acks=all, linger 5 ms, every future awaited "
+        f"({args.await_mode}, chunks of {CHUNK}), {args.rounds} rounds"
+    )
+    medians: Dict[str, float] = {}
+    print(f"{'client':<14}{'median msg/s':>14}{'CPU us/msg':>12}")
+    for name in names:
+        ok = [r for r in runs if r["client"] == name and "error" not in r]
+        if not ok:
+            print(f"{name:<14} no successful run")
+            continue
+        medians[name] = statistics.median(args.records / r["wall_s"] for r in ok)
+        cpu = statistics.median(r["cpu_s"] / args.records * 1e6 for r in ok)
+        print(f"{name:<14}{medians[name]:>14,.0f}{cpu:>12.2f}")
+    ours = medians.get("cproducer.aio")
+    for peer in ("aiokafka", "confluent.aio"):
+        if ours and peer in medians:
+            print(f"cproducer.aio / {peer}: {ours / medians[peer]:.2f}x msg/s")
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(runs, fh, indent=2)
+    return 0 if all("error" not in r for r in runs) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

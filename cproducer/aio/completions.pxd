@@ -1,0 +1,39 @@
+# The completion hand-over, for the send fast path (fast_send.pyx): it makes deliveries in C.
+cimport cython
+
+
+@cython.final
+cdef class LoopCompletions:
+    cdef readonly object loop
+    cdef object _call_soon_threadsafe
+    cdef list _queue
+    cdef bint _scheduled
+    # acks=0: an awaited send gives None (there is no offset), as in aiokafka
+    cdef readonly int acks
+    # how many times the loop was woken up for completions (tests, benchmarks)
+    cdef public long long handovers
+
+    cdef int push(self, object delivery) except -1
+    cdef object record_metadata(self, tuple md)
+
+
+@cython.final
+@cython.no_gc
+@cython.freelist(1024)
+cdef class RecordDelivery:
+    cdef LoopCompletions completions
+    cdef object future
+    cdef object result
+
+    cdef int resolve(self) except -1
+
+
+@cython.final
+@cython.no_gc
+cdef class BatchDelivery:
+    cdef LoopCompletions completions
+    cdef object future
+    cdef object result
+    cdef object to_metadata
+
+    cdef int resolve(self) except -1

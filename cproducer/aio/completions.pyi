@@ -1,0 +1,13 @@
+import asyncio
+from typing import Any, Callable, Tuple
+
+class LoopCompletions:
+    loop: asyncio.AbstractEventLoop
+    acks: int
+    handovers: int
+    def __init__(self, loop: asyncio.AbstractEventLoop, acks: int) -> None: ...
+    def drain(self) -> None: ...
+    def new_record_delivery(self) -> Tuple[asyncio.Future[Any], Callable[[Any, Any], None]]: ...
+    def new_batch_delivery(
+        self, to_metadata: Callable[[Any], Any]
+    ) -> Tuple[asyncio.Future[Any], Callable[[Any], None]]: ...

@@ -1,0 +1,176 @@
+# cython: freethreading_compatible=False
+# Free-threaded Python: keeps the GIL. The completed-deliveries list is swapped, and the hand-over
+# flag read and written, without a lock: one step each only because the GIL is held.
+"""Delivery results from the engine's I/O thread to the event loop, a batch at a time.
+
+The engine completes a record on its Sender thread by calling the record's callback. Here that
+callback is a ``RecordDelivery``: a C object of three pointers (its future, its result, the
+producer's ``LoopCompletions``), from a free list, outside the cyclic GC's lists, so a record in
+flight costs the GC nothing (a closure or partial per record would be walked by every collection
+until its batch is acknowledged, see the README). The call stores the result and queues the
+delivery on the producer's ``LoopCompletions``; when no hand-over is pending it schedules one
+``loop.call_soon_threadsafe(drain)``: a batch of N records completing together costs one wake-up
+of the loop, not N. ``drain`` then resolves every queued future on the loop's thread, the only
+thread allowed to touch them. The futures are plain ``asyncio.Future`` objects, as aiokafka's.
+
+Why no delivery is left behind: ``drain`` clears the flag *before* it takes the queue, and a
+completing thread appends *before* it reads the flag. So a delivery is either in the list a
+drain takes, or its thread finds the flag clear and schedules a new drain. Two threads racing on
+a clear flag schedule two drains; the second finds an empty list. Taking the list is one swap
+under the GIL (no Python code runs between reading and replacing it).
+"""
+
+import asyncio
+
+cimport cython
+from cpython.ref cimport Py_INCREF
+
+from cproducer.aio.errors import translate
+from cproducer.aio.structs import RecordMetadata
+
+
+cdef extern from "Python.h":
+    void PyObject_GC_UnTrack(void *op)
+    object PyType_GenericAlloc(type t, Py_ssize_t nitems)
+    void PyTuple_SET_ITEM(object t, Py_ssize_t i, object item)  # steals a reference
+
+cdef object _Future = asyncio.Future
+# unbound methods: no attribute lookup on each future
+cdef object _future_done = asyncio.Future.done
+cdef object _set_result = asyncio.Future.set_result
+cdef object _set_exception = asyncio.Future.set_exception
+
+
+cdef inline void _put(object t, Py_ssize_t i, object item):
+    Py_INCREF(item)
+    PyTuple_SET_ITEM(t, i, item)
+
+
+cdef object _untracked_tuple(type cls, Py_ssize_t n):
+    # An empty instance of the tuple subclass ``cls`` (a named tuple), to be filled by _put, as
+    # tuple.__new__ makes one but without the Python-level __new__ and the copy of a temporary
+    # tuple. It holds str, int, None and such tuples only, so it cannot be part of a reference
+    # cycle: taken out of the GC's lists at once, it is never walked (a RecordMetadata lives per
+    # record until its awaiter drops it). The GC untracks such tuples itself, but only after a
+    # collection walked them.
+    cdef object t = PyType_GenericAlloc(cls, n)
+    PyObject_GC_UnTrack(<void*>t)
+    return t
+
+
+@cython.final
+cdef class LoopCompletions:
+    """The queue of completed deliveries of one producer and its hand-over to one event loop."""
+
+    def __init__(self, loop, int acks):
+        self.loop = loop
+        self._call_soon_threadsafe = loop.call_soon_threadsafe
+        self._queue = []
+        self._scheduled = False
+        self.acks = acks
+        self.handovers = 0
+
+    cdef int push(self, object delivery) except -1:
+        """Queue one completed delivery (any thread)."""
+        self._queue.append(delivery)
+        if not self._scheduled:
+            self._scheduled = True
+            try:
+                self._call_soon_threadsafe(self.drain)
+            except RuntimeError:  # the loop is closed: nobody is left to await the futures
+                self._scheduled = False
+                self._queue.clear()
+        return 0
+
+    def drain(self):
+        """Resolve every queued future (on the loop's thread)."""
+        cdef list items
+        self._scheduled = False
+        self.handovers += 1
+        items = self._queue
+        self._queue = []
+        for delivery in items:
+            if type(delivery) is RecordDelivery:
+                (<RecordDelivery>delivery).resolve()
+            else:
+                (<BatchDelivery>delivery).resolve()
+
+    cdef object record_metadata(self, tuple md):
+        # aiokafka's RecordMetadata from the engine's (kafka-python's fields: topic, partition,
+        # topic_partition, offset, timestamp, ...), its TopicPartition shared
+        out = _untracked_tuple(RecordMetadata, 7)
+        _put(out, 0, md[0])
+        _put(out, 1, md[1])
+        _put(out, 2, md[2])
+        _put(out, 3, md[3])
+        _put(out, 4, md[4])
+        _put(out, 5, 0)  # CreateTime: the engine does not tell a log append time apart
+        _put(out, 6, None)  # log_start_offset: not reported by the engine
+        return out
+
+    def new_record_delivery(self):
+        """(future, callback) for one record sent with the engine's ``send``."""
+        cdef RecordDelivery delivery = RecordDelivery.__new__(RecordDelivery)
+        delivery.completions = self
+        delivery.future = _Future(loop=self.loop)
+        return delivery.future, delivery
+
+    def new_batch_delivery(self, to_metadata):
+        """(future, callback) for a ``send_many`` call: the callback takes the engine's
+        BatchResult, ``to_metadata(result)`` gives the future's value or its exception."""
+        cdef BatchDelivery delivery = BatchDelivery.__new__(BatchDelivery)
+        delivery.completions = self
+        delivery.future = _Future(loop=self.loop)
+        delivery.to_metadata = to_metadata
+        return delivery.future, delivery
+
+
+@cython.final
+@cython.no_gc
+@cython.freelist(1024)
+cdef class RecordDelivery:
+    """The engine's callback for one record: its future, and what the engine said. Untracked by
+    the GC: nothing it points to points back to it, except the producer's ``LoopCompletions``
+    queue while it waits to be drained (emptied if the loop is closed)."""
+
+    def __call__(self, metadata, error):
+        # on the engine's Sender thread (or whichever thread completes the record)
+        self.result = metadata if error is None else error
+        self.completions.push(self)
+
+    cdef int resolve(self) except -1:
+        future = self.future
+        result = self.result
+        self.future = self.result = None
+        if _future_done(future):  # cancelled by its awaiter: the record is still sent
+            return 0
+        if isinstance(result, BaseException):
+            _set_exception(future, translate(result))
+        elif self.completions.acks == 0:
+            _set_result(future, None)  # no offset to give, as aiokafka
+        else:
+            _set_result(future, self.completions.record_metadata(<tuple>result))
+        return 0
+
+
+@cython.final
+@cython.no_gc
+cdef class BatchDelivery:
+    """The callback of the engine's ``BatchFuture`` (one per ``send_batch``)."""
+
+    def __call__(self, result):
+        self.result = result
+        self.completions.push(self)
+
+    cdef int resolve(self) except -1:
+        future = self.future
+        result = self.result
+        self.future = self.result = None
+        if _future_done(future):
+            return 0
+        value = translate(result) if isinstance(result, BaseException) else self.to_metadata(result)
+        if isinstance(value, BaseException):  # a record of the batch failed: the batch fails
+            _set_exception(future, value)
+        else:
+            _set_result(future, value)
+        return 0
