@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import random
+import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
@@ -201,10 +202,17 @@ class AIOKafkaProducer:
         engine = KafkaProducer(**self._config)
         try:
             metadata = engine._metadata
-            version = metadata.request_update()
-            engine._sender.wakeup()
+            deadline = time.monotonic() + self._request_timeout_ms / 1000.0
             try:
-                metadata.await_update(version, self._request_timeout_ms)
+                # a rebootstrap (KIP-899) also moves the version on, to the bootstrap view
+                # alone: wait for a broker's answer, as Java's waitOnMetadata loops
+                while metadata.fetch().is_bootstrap_configured:
+                    version = metadata.request_update()
+                    engine._sender.wakeup()
+                    remaining_ms = (deadline - time.monotonic()) * 1000.0
+                    if remaining_ms <= 0:
+                        raise engine_errors.KafkaTimeoutError("no metadata yet")
+                    metadata.await_update(version, remaining_ms)
             except engine_errors.KafkaTimeoutError:
                 raise errors.KafkaConnectionError(
                     f"Unable to bootstrap from {self._bootstrap_servers!r} within "

@@ -120,6 +120,7 @@ class VirtualCluster:
         self.delayed: Dict[int, List[float]] = {}  # node -> [ms, remaining]
         self.delayed_answers = 0
         self.init_producer_id_version = 0  # older InitProducerId requests go up to this version
+        self.epoch_bump_by_init = False
         self._loop = asyncio.new_event_loop()
         self._locks: Dict[int, asyncio.Lock] = {}
         self._servers: Dict[int, Any] = {}
@@ -183,6 +184,12 @@ class VirtualCluster:
 
     def raise_init_producer_id_version(self, version: int) -> None:
         self.init_producer_id_version = version
+
+    def bump_epochs_by_init(self) -> None:
+        """For a broker that cannot bump an epoch (KIP-360; Tansu answers UNKNOWN_SERVER_ERROR):
+        an InitProducerId request carrying the producer's id and epoch goes up without them, so
+        the broker bumps the transactional id's epoch as a fresh init does."""
+        self.epoch_bump_by_init = True
 
     def fail_node(self, node: int) -> None:
         self._call(self._fail(node))
@@ -278,6 +285,8 @@ class VirtualCluster:
                 await slots.put((cid, api_key, version, None, moved))
                 if api_key == INIT_PRODUCER_ID and version < self.init_producer_id_version:
                     frame = _init_producer_id_at(self.init_producer_id_version, frame, version)
+                elif api_key == INIT_PRODUCER_ID and self.epoch_bump_by_init:
+                    frame = _init_producer_id_at(version, frame, version)
                 await queue.put((api_key, frame))
 
         async def service() -> None:
