@@ -1,5 +1,7 @@
-"""asv: send and send_many end to end against an embedded LocalBroker (throughput tracks)."""
+"""asv: send and send_many end to end against an embedded LocalBroker (throughput tracks), and
+their ratios to confluent-kafka (librdkafka) measured in the same run."""
 
+import statistics
 import time
 
 import pyarrow as pa
@@ -45,6 +47,52 @@ class EndToEnd:
                 p.send_many("bench", self.column)
             p.flush()
             return n / (time.perf_counter() - t0)
+
+    def _confluent(self, n):
+        from confluent_kafka import Producer
+
+        p = Producer(
+            {
+                "bootstrap.servers": self.broker.bootstrap_servers,
+                "compression.type": "lz4",
+                "linger.ms": 5,
+                "queue.buffering.max.messages": 1_000_000,
+            }
+        )
+        p.produce("bench", self.value)
+        p.flush(10)
+        t0 = time.perf_counter()
+        produce, poll, keys, value = p.produce, p.poll, self.keys, self.value
+        for i in range(n):
+            while True:
+                try:
+                    produce("bench", value, keys[i % 1000])
+                    break
+                except BufferError:
+                    poll(0.01)
+            if i % 1000 == 0:
+                poll(0)
+        p.flush(60)
+        return n / (time.perf_counter() - t0)
+
+    def _ratio(self, ours, n):
+        """Median of ours over the median of librdkafka's, the clients alternating (the machine
+        is shared: a ratio from one run is steadier than either figure)."""
+        mine, theirs = [], []
+        for _ in range(3):
+            mine.append(ours(n))
+            theirs.append(self._confluent(200_000))
+        return statistics.median(mine) / statistics.median(theirs)
+
+    def track_send_vs_confluent(self):
+        return self._ratio(self._send, 200_000)
+
+    track_send_vs_confluent.unit = "x confluent msg/s"
+
+    def track_send_many_vs_confluent(self):
+        return self._ratio(self._send_many, 1_000_000)
+
+    track_send_many_vs_confluent.unit = "x confluent msg/s"
 
     def time_send_200k(self):
         self._send(200_000)
