@@ -1,16 +1,27 @@
 """Serializers: turn keys and values into bytes before they are partitioned and appended.
 
-A serializer is a callable ``f(value) -> bytes`` (kafka-python style) or an object with
-``serialize(topic, value) -> bytes`` (Java style, optionally with ``headers``). ``None`` stays
-``None`` (a null key or a tombstone value).
+Three shapes are accepted, each called as its library calls it:
+
+- an object with ``serialize(topic, headers, data)``: kafka-python 3's ``Serializer``
+  (``kafka.serializer.Serializer`` subclasses, its ``JsonSerializer``...) and Java's
+  ``Serializer.serialize(topic, headers, data)``. ``headers`` is the record's header list (a new
+  empty list when the record has none); a header the serializer appends is sent with the record.
+- an object with ``serialize(topic, data)`` (Java's two-argument form, the classes below);
+- a plain callable ``f(data) -> bytes`` (kafka-python 2 and aiokafka).
+
+The serializer is called for ``None`` too, as kafka-python does (its JsonSerializer keeps a
+``None`` as ``None``: a null key or a tombstone value). ``close()`` is called when the producer
+closes, when the serializer has one.
 """
 
 from __future__ import annotations
 
+import inspect
 import json
-from typing import Any, Callable, Optional
+from typing import Any, Callable, List, Optional, Tuple
 
-SerializeFn = Callable[[str, Any], Optional[bytes]]
+#: ``fn(topic, headers, data) -> bytes or None``
+SerializeFn = Callable[[str, Optional[List[Tuple[str, Any]]], Any], Optional[bytes]]
 
 
 class StringSerializer:
@@ -37,12 +48,41 @@ class BytesSerializer:
         return value
 
 
+def _takes_headers(method: Any) -> bool:
+    """Whether ``serialize`` takes (topic, headers, data) rather than (topic, data).
+
+    kafka-python tries the three-argument call and retries with two on a TypeError, which would
+    call a serializer twice and hide a TypeError raised inside it; the signature is read once
+    instead. One that cannot be read (a builtin) is given three arguments, as kafka-python's
+    first try does."""
+    try:
+        params = inspect.signature(method).parameters.values()
+    except (TypeError, ValueError):
+        return True
+    positional = 0
+    for p in params:
+        if p.kind == p.VAR_POSITIONAL:
+            return True
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            positional += 1
+    return positional >= 3
+
+
+def takes_headers(serializer: Any) -> bool:
+    """True for a serializer object called with the record's headers."""
+    method = getattr(serializer, "serialize", None)
+    return method is not None and _takes_headers(method)
+
+
 def as_serialize_fn(serializer: Any) -> Optional[SerializeFn]:
-    """Normalize a configured serializer to ``fn(topic, value) -> bytes`` (None: no serializer)."""
+    """Normalize a configured serializer to ``fn(topic, headers, data) -> bytes`` (None: no
+    serializer)."""
     if serializer is None:
         return None
-    if hasattr(serializer, "serialize"):
-        method = serializer.serialize
-        return lambda topic, value: method(topic, value)
+    method = getattr(serializer, "serialize", None)
+    if method is not None:
+        if _takes_headers(method):
+            return method  # type: ignore[no-any-return]
+        return lambda topic, headers, data: method(topic, data)
     fn = serializer
-    return lambda topic, value: fn(value)
+    return lambda topic, headers, data: fn(data)
