@@ -24,7 +24,43 @@ from typing import Any, Callable, List, Optional, Tuple
 SerializeFn = Callable[[str, Optional[List[Tuple[str, Any]]], Any], Optional[bytes]]
 
 
+class Serializer:
+    """kafka-python 3's serializer protocol: ``serialize(topic, headers, data) -> bytes or None``
+    and ``close()`` (called when the producer closes). Subclassing is optional."""
+
+    def serialize(self, topic: str, headers: Optional[List[Tuple[str, Any]]], data: Any) -> Any:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Called once when the producer closes."""
+
+
+class DefaultSerializer(Serializer):
+    """kafka-python's DefaultSerializer: bytes, bytearray, memoryview and None pass as they are;
+    anything else is ``data.encode(encoding)`` (a str)."""
+
+    def __init__(self, encoding: str = "utf-8") -> None:
+        self.encoding = encoding
+
+    def serialize(self, topic: str, headers: Optional[List[Tuple[str, Any]]], data: Any) -> Any:
+        if data is None or type(data) in (bytes, bytearray, memoryview):
+            return data
+        return data.encode(self.encoding)
+
+
+class JsonSerializer(DefaultSerializer):
+    """kafka-python's JsonSerializer: ``json.dumps(data)`` (its default separators) encoded;
+    None stays None."""
+
+    def serialize(self, topic: str, headers: Optional[List[Tuple[str, Any]]], data: Any) -> Any:
+        if data is None:
+            return None
+        return super().serialize(topic, headers, json.dumps(data))
+
+
 class StringSerializer:
+    """Java's StringSerializer: ``serialize(topic, value)``, str to bytes."""
+
     def __init__(self, encoding: str = "utf-8") -> None:
         self.encoding = encoding
 
@@ -36,16 +72,11 @@ class StringSerializer:
         return value.encode(self.encoding)
 
 
-class JsonSerializer:
-    def serialize(self, topic: str, value: Any) -> Optional[bytes]:
-        if value is None:
-            return None
-        return json.dumps(value, separators=(",", ":")).encode("utf-8")
-
-
 class BytesSerializer:
+    """Java's ByteArraySerializer: the value as it is."""
+
     def serialize(self, topic: str, value: Any) -> Optional[bytes]:
-        return value
+        return value  # type: ignore[no-any-return]
 
 
 def _takes_headers(method: Any) -> bool:
