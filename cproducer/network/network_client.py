@@ -570,6 +570,11 @@ class NetworkClient:
                 return True
         return False
 
+    def any_connection_ready(self) -> bool:
+        """True when some connection (a broker's or a bootstrap server's) is ready; may be
+        called from any thread."""
+        return any(conn.state == READY for conn in list(self._conns.values()))
+
     def disconnect_all(self, nodes: List[Any], reason: str) -> None:
         """Close the connections to ``nodes`` (their requests in flight fail as disconnected)."""
         now_ms = self.time_ms()

@@ -358,9 +358,9 @@ class KafkaProducer:
         one of its brokers (kafka-python's "the bootstrap is connected")."""
         if self._closed:
             return False
-        cluster = self._metadata.fetch()
-        return not cluster.is_bootstrap_configured and self._client.has_ready_connection(
-            cluster.nodes
+        return (
+            not self._metadata.fetch().is_bootstrap_configured
+            and self._client.any_connection_ready()
         )
 
     # ------------------------------------------------------------------ send

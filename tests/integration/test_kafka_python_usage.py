@@ -32,6 +32,7 @@ from kafka.partitioner import StickyPartitioner as KafkaPythonStickyPartitioner
 from cproducer.localbroker import LocalBroker, free_port
 from cproducer.utils.murmur2 import partition_for_key
 from tests.integration.readback import by_partition, read_back
+from tests.integration.test_tls import _read_back_tls, tls_broker  # noqa: F401 (a fixture)
 from tests.tools.virtual_cluster import VirtualCluster
 
 PEERS = ["cproducer", "kafka"]
@@ -596,3 +597,39 @@ def test_kafka_python_settings_together(
         metas = [f.get(timeout=30) for f in futures]
     assert [m.partition for m in metas] == [partition_for_key(b"%d" % i, 2) for i in range(50)]
     assert len(read_back(broker.bootstrap_servers, topic, 2, 50)) == 50
+
+
+# ------------------------------------------------------------------ TLS settings
+
+
+def test_tls_settings(peer: types.SimpleNamespace, tls_broker: Any, certs: Dict[str, str]) -> None:  # noqa: F811
+    """kafka-python's TLS settings: ``ssl_cafile``; a client certificate in ``ssl_certfile``
+    with its key in ``ssl_keyfile``; ``ssl_check_hostname``; ``ssl_ciphers``. A refused
+    connection makes a constructor with ``bootstrap_timeout_ms`` raise KafkaTimeoutError.
+    (``ssl_crlfile``: test_kafka_python_compat.py, kafka-python 3.0.12 fails on it.)"""
+    broker, term, mutual, wrong_host = tls_broker
+    topic = f"tls-kp-{uuid.uuid4().hex[:8]}"
+    broker.create_topic(topic, 1)
+    tls = {"security_protocol": "SSL", "ssl_cafile": certs["ca"], "bootstrap_timeout_ms": 3000}
+
+    def refused(port: int, **settings: Any) -> None:
+        with pytest.raises(peer.errors.KafkaTimeoutError):
+            peer.KafkaProducer(bootstrap_servers=f"127.0.0.1:{port}", **{**tls, **settings})
+
+    def works(port: int, **settings: Any) -> None:
+        producer = peer.KafkaProducer(bootstrap_servers=f"127.0.0.1:{port}", **{**tls, **settings})
+        try:
+            assert producer.partitions_for(topic) == {0}
+        finally:
+            producer.close()
+
+    refused(mutual.port)  # no client certificate
+    works(mutual.port, ssl_certfile=certs["client"], ssl_keyfile=certs["client.key"])
+    refused(wrong_host.port)  # its certificate names another host
+    works(wrong_host.port, ssl_check_hostname=False)
+    with peer.KafkaProducer(
+        bootstrap_servers=f"127.0.0.1:{term.port}", ssl_ciphers="ECDHE+AESGCM", **tls
+    ) as producer:
+        producer.send(topic, b"over tls").get(timeout=30)
+    (record,) = _read_back_tls(term.port, certs["ca"], topic, 1, 1)
+    assert record.value() == b"over tls"
