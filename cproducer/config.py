@@ -669,8 +669,8 @@ REFUSED: Dict[str, str] = {
     "proxy_url": _PROXY,
     "socks5_proxy": _PROXY,
     "wakeup_timeout_ms": (
-        "kafka-python's network client setting, not a producer option: the producer's "
-        "blocking calls are bounded by max_block_ms"
+        "kafka-python's network client setting, not a producer option: use max_block_ms, "
+        "which bounds the producer's blocking calls"
     ),
     "api_version_auto_timeout_ms": (
         "kafka-python 2's name: use bootstrap_timeout_ms (kafka-python 3's), with which the "

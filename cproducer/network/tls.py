@@ -181,6 +181,7 @@ def tls_socket_factory(
             sock = tcp_factory(host, port, send_buffer, recv_buffer, address=address)
         return TlsSocket(sock, context, host)
 
+    make.context = context  # type: ignore[attr-defined]  # the SSLContext every connection uses
     return make
 
 
