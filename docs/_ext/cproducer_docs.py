@@ -115,7 +115,8 @@ class ConfigReference(Directive):
             )
             rows.append(
                 [
-                    _code(java),
+                    # kafka-python's options Java has no name for: their Python name only
+                    "—" if java in config.KAFKA_PYTHON_ONLY else _code(java),
                     _codes(names),
                     _code(_default(definition.default)),
                     _prose(definition.doc),
