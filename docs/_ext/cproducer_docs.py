@@ -115,8 +115,7 @@ class ConfigReference(Directive):
             )
             rows.append(
                 [
-                    # kafka-python's options Java has no name for: their Python name only
-                    "—" if java in config.KAFKA_PYTHON_ONLY else _code(java),
+                    _code(java),
                     _codes(names),
                     _code(_default(definition.default)),
                     _prose(definition.doc),
