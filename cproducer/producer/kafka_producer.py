@@ -43,7 +43,11 @@ from cproducer.producer.internals.transaction_manager import (
     TransactionManager,
     TransactionState,
 )
-from cproducer.producer.partitioners import reruns_on_new_batch, resolve_partitioner
+from cproducer.producer.partitioners import (
+    KafkaPythonPartitioner,
+    reruns_on_new_batch,
+    resolve_partitioner,
+)
 from cproducer.producer.send_many import append_columns, partitions_of_column, size_upper_bounds
 from cproducer.producer.serializers import as_serialize_fn, takes_headers
 from cproducer.record import compression
@@ -152,6 +156,8 @@ class KafkaProducer:
         self._rerun_on_new_batch = self._partitioner is not None and reruns_on_new_batch(
             self._partitioner
         )
+        # kafka-python reruns for records without a key only; Java (its legacy partitioners) for all
+        self._rerun_keyed = not isinstance(self._partitioner, KafkaPythonPartitioner)
         self._closed = False
         self._close_lock = threading.Lock()
         self._last_memory_release = -_MEMORY_RELEASE_INTERVAL_S
@@ -461,7 +467,9 @@ class KafkaProducer:
             headers,
             callback,
             remaining_ms,
-            self._rerun_on_new_batch and partition is None,
+            self._rerun_on_new_batch
+            and partition is None
+            and (key_bytes is None or self._rerun_keyed),
             now,
             cluster,
         )

@@ -134,7 +134,7 @@ def test_a_sticky_partitioner_gets_on_new_batch_and_a_second_call(
 ) -> None:
     """kafka-python's ``StickyPartitioner`` implements ``on_new_batch``: the record that would
     start a new batch is partitioned again after it, as kafka-python and Java 3 do, so every
-    batch moves the sticky partition."""
+    batch moves the sticky partition. A keyed record is partitioned once."""
     topic = new_topic(3)
     n = 300
     sticky = _CountingSticky()
@@ -146,11 +146,18 @@ def test_a_sticky_partitioner_gets_on_new_batch_and_a_second_call(
     ) as producer:
         metas = [producer.send(topic, b"z" * 40) for _ in range(n)]
         parts = [f.get(timeout=30).partition for f in metas]
-    assert sticky.new_batches >= 10
-    assert sticky.calls == n + sticky.new_batches
+        assert sticky.new_batches >= 10
+        assert sticky.calls == n + sticky.new_batches
+        # keyed records are hashed: no new-batch rerun for them (kafka-python reruns only for
+        # records without a key)
+        calls, new_batches = sticky.calls, sticky.new_batches
+        keyed = [producer.send(topic, b"k" * 40, key=b"key-%d" % i) for i in range(n)]
+        producer.flush()
+        assert all(f.get(timeout=30).offset >= 0 for f in keyed)
+        assert (sticky.calls - calls, sticky.new_batches) == (n, new_batches)
     switches = sum(1 for a, b in zip(parts, parts[1:]) if a != b)
-    assert 10 <= switches <= sticky.new_batches
-    assert len(read_back(broker.bootstrap_servers, topic, 3, n)) == n
+    assert 10 <= switches <= new_batches
+    assert len(read_back(broker.bootstrap_servers, topic, 3, 2 * n)) == 2 * n
 
 
 # ------------------------------------------------------------------ kafka-python's own objects

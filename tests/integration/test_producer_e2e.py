@@ -420,7 +420,7 @@ def test_custom_partitioner_interceptors_and_serializers(broker: LocalBroker) ->
     part, tagger = EvenToZero(), Tagger()
     with KafkaProducer(
         bootstrap_servers=broker.bootstrap_servers,
-        partitioner=part,
+        partitioner_class=part,  # Java's protocol: -1 for the built-in choice, on_new_batch
         interceptors=[tagger],
         value_serializer=lambda v: str(v).encode(),
         key_serializer=lambda k: k.encode(),
