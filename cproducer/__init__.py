@@ -23,6 +23,11 @@ _LAZY = {
         "cproducer.producer.internals.transaction_manager",
         "ConsumerGroupMetadata",
     ),
+    # kafka-python's names, so that switching its import is all a program needs
+    "OffsetAndMetadata": ("cproducer.structs", "OffsetAndMetadata"),
+    "Serializer": ("cproducer.producer.serializers", "Serializer"),
+    "DefaultSerializer": ("cproducer.producer.serializers", "DefaultSerializer"),
+    "JsonSerializer": ("cproducer.producer.serializers", "JsonSerializer"),
 }
 
 __all__ = ["errors", "__version__", *_LAZY]

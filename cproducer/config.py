@@ -1,15 +1,25 @@
 """Producer configuration: every key by its Java name, its Python name, type, default and check.
 
 ``ProducerConfig(configs_dict_or_None, **kwargs)`` accepts Java names (``{"linger.ms": 5}``) and
-Python names (``linger_ms=5``), plus the few kafka-python spellings (``partitioner``,
-``interceptors``). Defaults are the Java 4.x client's. An unknown key or a bad value raises
-:class:`cproducer.errors.ConfigError` naming the key and what is allowed.
+Python names (``linger_ms=5``), plus kafka-python's spellings (``partitioner``, ``interceptors``,
+``ssl_cafile``, ...) and its options that Java has no name for (``api_version``,
+``bootstrap_timeout_ms``, ``socket_options``, ...). Defaults are the Java 4.x client's. An unknown
+key or a bad value raises :class:`cproducer.errors.ConfigError` naming the key and what is
+allowed; a kafka-python option cproducer cannot honour is refused the same way, naming what to use
+instead (it is never accepted and ignored).
+
+Where Java and kafka-python give one setting different meanings, the spelling decides: the
+kafka-python keyword behaves as kafka-python's (``partitioner=`` gets kafka-python's cluster view,
+``retries=float("inf")``, ``send_buffer_bytes=None`` for the OS default), the dotted Java name as
+Java's.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 import re
+import socket
 from typing import Any, Callable, Dict, Iterable, List, Mapping, NamedTuple, Optional, Tuple
 
 from cproducer.errors import ConfigError
@@ -189,6 +199,76 @@ def _serializer(name: str, value: Any) -> Any:
     )
 
 
+def _retries(name: str, value: Any) -> int:
+    """kafka-python's ``float("inf")`` (its default): resend until ``delivery.timeout.ms``, which is
+    what Java's default (the largest int) means too."""
+    if isinstance(value, float) and math.isinf(value) and value > 0:
+        return _INT32_MAX
+    return _int(0, _INT32_MAX)(name, value)
+
+
+def _socket_buffer(name: str, value: Any) -> int:
+    """SO_SNDBUF / SO_RCVBUF in bytes; -1 (Java) or None (kafka-python): the OS's default."""
+    return -1 if value is None else _int(-1, _INT32_MAX)(name, value)
+
+
+#: the oldest broker release cproducer can talk to: it writes record batches v2 (Produce v3+)
+MIN_API_VERSION = (0, 11)
+
+
+def _api_version(name: str, value: Any) -> Optional[Tuple[int, ...]]:
+    """kafka-python's ``api_version``: None or "auto" (negotiate with each broker), or the broker
+    release to speak as, e.g. ``(2, 5, 0)`` (also the deprecated string form "2.5.0")."""
+    expected = "a broker release tuple such as (2, 5, 0), 'auto' or None"
+    if value is None:
+        return None
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text == "auto":
+            return None
+        try:
+            value = tuple(int(part) for part in text.split("."))
+        except ValueError:
+            raise ConfigError(f"{name}: expected {expected}, got {value!r}") from None
+    if isinstance(value, list):
+        value = tuple(value)
+    if (
+        not isinstance(value, tuple)
+        or not value
+        or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in value)
+    ):
+        raise ConfigError(f"{name}: expected {expected}, got {value!r}")
+    if value < MIN_API_VERSION:
+        raise ConfigError(
+            f"{name}={value}: cproducer writes record batches v2 (Produce v3 and later), which "
+            "brokers speak from Kafka 0.11 on; it cannot talk to an older broker. Use a broker "
+            "0.11 or later and api_version=None (each broker's versions are then negotiated)"
+        )
+    return value
+
+
+def _socket_options(name: str, value: Any) -> List[Tuple[int, int, Any]]:
+    """kafka-python's ``socket_options``: ``(level, option, value)`` triples for setsockopt."""
+    if not isinstance(value, (list, tuple)):
+        raise ConfigError(
+            f"{name}: expected a list of (level, option, value) tuples for socket.setsockopt, "
+            f"got {type(value).__name__}"
+        )
+    out = []
+    for item in value:
+        if (
+            not isinstance(item, (list, tuple))
+            or len(item) != 3
+            or not all(isinstance(x, int) for x in item[:2])
+            or not isinstance(item[2], (int, bytes))
+        ):
+            raise ConfigError(
+                f"{name}: {item!r} is not a (level: int, option: int, value: int or bytes) tuple"
+            )
+        out.append((int(item[0]), int(item[1]), item[2]))
+    return out
+
+
 def _list(name: str, value: Any) -> list:
     if value is None:
         return []
@@ -200,9 +280,10 @@ def _list(name: str, value: Any) -> list:
 _DEFS: Tuple[ConfigDef, ...] = (
     ConfigDef(
         "bootstrap.servers",
-        None,
+        "localhost:9092",
         _servers,
-        "host:port pairs to connect to first; the whole cluster is discovered from them",
+        "host:port pairs to connect to first; the whole cluster is discovered from them "
+        "(kafka-python's default, localhost:9092, when not given)",
     ),
     ConfigDef(
         "client.id",
@@ -244,7 +325,8 @@ _DEFS: Tuple[ConfigDef, ...] = (
         "batch.size",
         16384,
         _int(0, _INT32_MAX),
-        "bytes per batch of one partition's records (a larger record gets a batch of its own)",
+        "bytes per batch of one partition's records (a larger record gets a batch of its own); "
+        "0 turns batching off: every record is a batch of its own",
     ),
     ConfigDef(
         "linger.ms",
@@ -285,8 +367,9 @@ _DEFS: Tuple[ConfigDef, ...] = (
     ConfigDef(
         "retries",
         _INT32_MAX,
-        _int(0, _INT32_MAX),
-        "how many times a failed batch is resent (within delivery.timeout.ms)",
+        _retries,
+        "how many times a failed batch is resent (within delivery.timeout.ms); "
+        'float("inf") as the default: until delivery.timeout.ms',
     ),
     ConfigDef(
         "retry.backoff.ms",
@@ -415,14 +498,56 @@ _DEFS: Tuple[ConfigDef, ...] = (
     ConfigDef(
         "send.buffer.bytes",
         131072,
-        _int(-1, _INT32_MAX),
-        "socket send buffer, SO_SNDBUF (-1: the OS's default)",
+        _socket_buffer,
+        "socket send buffer, SO_SNDBUF (-1 or None: the OS's default)",
     ),
     ConfigDef(
         "receive.buffer.bytes",
         32768,
-        _int(-1, _INT32_MAX),
-        "socket receive buffer, SO_RCVBUF (-1: the OS's default)",
+        _socket_buffer,
+        "socket receive buffer, SO_RCVBUF (-1 or None: the OS's default)",
+    ),
+    ConfigDef(
+        "socket_options",
+        [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
+        _socket_options,
+        "(level, option, value) triples set with setsockopt on every broker connection's socket "
+        "(kafka-python's; the default turns Nagle's algorithm off)",
+    ),
+    ConfigDef(
+        "receive_message_max_bytes",
+        100 * 1024 * 1024,
+        _int(1, _INT32_MAX),
+        "largest answer a broker may send; a longer one is taken for a corrupt stream and the "
+        "connection closed (kafka-python's)",
+    ),
+    ConfigDef(
+        "api_version",
+        None,
+        _api_version,
+        "None or 'auto': each broker's protocol versions are negotiated; a broker release, e.g. "
+        "(2, 5, 0): no request newer than that release speaks is sent (kafka-python's; 0.11 "
+        "at the oldest)",
+    ),
+    ConfigDef(
+        "bootstrap_timeout_ms",
+        None,
+        _int(0, _INT64_MAX),
+        "when set, the constructor waits up to this long for the cluster's first metadata and "
+        "raises KafkaTimeoutError without it (kafka-python's); unset: it does not wait, as Java",
+    ),
+    ConfigDef(
+        "allow.auto.create.topics",
+        True,
+        _bool,
+        "whether a metadata request for a missing topic may make the broker create it (when "
+        "the broker allows it); false: sending to a missing topic times out",
+    ),
+    ConfigDef(
+        "metrics_enabled",
+        True,
+        _bool,
+        "false: metrics() returns {} (kafka-python's)",
     ),
     ConfigDef("connections.max.idle.ms", 540000, _int(0, _INT64_MAX), "idle close"),
     ConfigDef(
@@ -436,6 +561,26 @@ _DEFS: Tuple[ConfigDef, ...] = (
     ConfigDef("ssl.keystore.location", None, _optional_str, "client cert chain + key (PEM file)"),
     ConfigDef("ssl.keystore.type", "PEM", _choice("pem"), "only PEM"),
     ConfigDef("ssl.key.password", None, _password, "password of the keystore's key"),
+    ConfigDef(
+        "ssl_keyfile",
+        None,
+        _optional_str,
+        "the client's private key (PEM) when ssl.keystore.location holds only its certificate "
+        "chain (kafka-python's)",
+    ),
+    ConfigDef(
+        "ssl_crlfile",
+        None,
+        _optional_str,
+        "certificate revocation list (PEM): a broker certificate it revokes is refused "
+        "(kafka-python's; the leaf certificate is checked)",
+    ),
+    ConfigDef(
+        "ssl_ciphers",
+        None,
+        _optional_str,
+        "the TLS ciphers allowed, in OpenSSL's cipher list format (kafka-python's)",
+    ),
     ConfigDef(
         "ssl.endpoint.identification.algorithm",
         "https",
@@ -471,6 +616,7 @@ _ALIASES.update(
         "ssl_cafile": "ssl.truststore.location",
         "ssl_certfile": "ssl.keystore.location",
         "ssl_password": "ssl.key.password",
+        "ssl_check_hostname": "ssl.endpoint.identification.algorithm",
         # kafka-python's SASL settings
         "sasl_plain_username": "sasl.username",
         "sasl_plain_password": "sasl.password",
@@ -481,6 +627,56 @@ _ALIASES.update(
     }
 )
 _ALIASES.update({d.java_name: d.java_name for d in _DEFS})
+
+#: Options kafka-python names and Java does not: their Python name is their only name.
+KAFKA_PYTHON_ONLY = frozenset(d.java_name for d in _DEFS if "." not in d.java_name) - {"acks"}
+
+#: Aliases whose value is converted on the way: kafka-python's ``ssl_check_hostname`` (a bool) is
+#: Java's ``ssl.endpoint.identification.algorithm`` ("https" or "").
+_CONVERSIONS: Dict[str, Callable[[str, Any], Any]] = {
+    "ssl_check_hostname": lambda name, value: "https" if _bool(name, value) else "",
+}
+
+_GSSAPI = (
+    "SASL GSSAPI (Kerberos) is not supported: use sasl_mechanism PLAIN, SCRAM-SHA-256, "
+    "SCRAM-SHA-512 or OAUTHBEARER"
+)
+_PROXY = (
+    "SOCKS5 proxies are not supported: the producer connects to the bootstrap servers and to "
+    "every broker they advertise directly; run it where those addresses are reachable"
+)
+_SAMPLES = (
+    "cproducer's metrics() reports totals and averages since the producer started, not samples "
+    "over windows: remove {name} (for a rate, compare two metrics() readings)"
+)
+
+#: kafka-python options cproducer does not take, each with what to do instead (a ConfigError).
+REFUSED: Dict[str, str] = {
+    "kafka_client": (
+        "kafka-python's network client class cannot be swapped in: cproducer has its own "
+        "NetworkClient; remove kafka_client (socket settings go in socket_options, "
+        "send_buffer_bytes, receive_buffer_bytes)"
+    ),
+    "metric_reporters": (
+        "metric reporters are not supported: read producer.metrics() instead (e.g. on a "
+        "schedule in a thread of yours) and hand the values to your reporting system"
+    ),
+    "metrics_num_samples": _SAMPLES.format(name="metrics_num_samples"),
+    "metrics_sample_window_ms": _SAMPLES.format(name="metrics_sample_window_ms"),
+    "sasl_kerberos_name": _GSSAPI,
+    "sasl_kerberos_service_name": _GSSAPI,
+    "sasl_kerberos_domain_name": _GSSAPI,
+    "proxy_url": _PROXY,
+    "socks5_proxy": _PROXY,
+    "wakeup_timeout_ms": (
+        "kafka-python's network client setting, not a producer option: use max_block_ms, "
+        "which bounds the producer's blocking calls"
+    ),
+    "api_version_auto_timeout_ms": (
+        "kafka-python 2's name: use bootstrap_timeout_ms (kafka-python 3's), with which the "
+        "constructor waits for the cluster's first metadata"
+    ),
+}
 
 #: Settings that are not Kafka configs but objects: hooks (tests, the test proxy), an ssl_context,
 #: kafka-python's sasl_oauth_token_provider. ``clock``: a cproducer.utils.time.Clock; ``time_ms``:
@@ -495,7 +691,9 @@ _HOOKS = (
     "ssl_context",
     "sasl_oauth_token_provider",
     "host_resolver",
+    "selector",  # kafka-python's: the selectors.BaseSelector class the I/O thread polls with
     "batch_max_records",  # the confluent-kafka facade: librdkafka's batch.num.messages
+    "null_records",  # the confluent-kafka facade: send() takes a record without key and value
 )
 
 _client_ids = itertools.count(1)
@@ -507,6 +705,8 @@ class ProducerConfig:
     def __init__(self, configs: Optional[Mapping[str, Any]] = None, **kwargs: Any) -> None:
         values: Dict[str, Any] = {}
         self.explicit: set = set()
+        #: the key each explicit setting was given by (Java name -> the name used)
+        self.spelling: Dict[str, str] = {}
         self.hooks: Dict[str, Any] = {}
         items: List[Tuple[str, Any]] = []
         if configs is not None:
@@ -522,24 +722,36 @@ class ProducerConfig:
                 continue
             java = _ALIASES.get(key)
             if java is None:
+                refused = REFUSED.get(key)
+                if refused is not None:
+                    if key == "metric_reporters" and not value:
+                        continue  # no reporters: what cproducer does
+                    raise ConfigError(f"{key}: {refused}")
                 raise ConfigError(
                     f"unknown producer config {key!r}; known: "
                     + ", ".join(sorted(d.java_name for d in _DEFS))
                 )
+            convert = _CONVERSIONS.get(key)
+            if convert is not None:
+                value = convert(key, value)
             if java in self.explicit and values[java] != value:
                 raise ConfigError(f"{java}: given twice with different values")
             values[java] = value
             self.explicit.add(java)
+            self.spelling[java] = key
         self._values: Dict[str, Any] = {}
         for d in _DEFS:
             raw = values.get(d.java_name, d.default)
-            self._values[d.java_name] = d.check(d.java_name, raw) if raw is not None else None
+            if raw is not None or d.check is _socket_buffer:
+                self._values[d.java_name] = d.check(d.java_name, raw)
+            else:
+                self._values[d.java_name] = None
         self._post_process()
 
     def _post_process(self) -> None:
         v = self._values
         if v["bootstrap.servers"] is None:
-            raise ConfigError("bootstrap.servers is required (e.g. 'localhost:9092')")
+            raise ConfigError("bootstrap.servers: expected 'host:port[,host:port...]', got None")
         if not v["client.id"]:
             v["client.id"] = f"producer-{next(_client_ids)}"
         # Java's ProducerConfig.postProcessAndValidateIdempotenceConfigs
@@ -574,6 +786,14 @@ class ProducerConfig:
             v["retry.backoff.max.ms"] = v["retry.backoff.ms"]
         if v["reconnect.backoff.max.ms"] < v["reconnect.backoff.ms"]:
             v["reconnect.backoff.max.ms"] = v["reconnect.backoff.ms"]
+        # kafka-python's checks of a given broker release against the codec (ZStandard: Produce
+        # v7, Kafka 2.1)
+        if v["api_version"] is not None and v["compression.type"] == "zstd":
+            if v["api_version"] < (2, 1):
+                raise ConfigError(
+                    f"compression.type=zstd needs Kafka 2.1 or later, but api_version is "
+                    f"{v['api_version']}: use another codec or a later api_version"
+                )
 
     def __getitem__(self, java_name: str) -> Any:
         return self._values[java_name]

@@ -70,9 +70,10 @@ def test_bad_values_name_the_key(kwargs: dict, match: str) -> None:
         ProducerConfig(**args)
 
 
-def test_bootstrap_required() -> None:
-    with pytest.raises(ConfigError, match="bootstrap.servers is required"):
-        ProducerConfig()
+def test_bootstrap_defaults_to_localhost_as_kafka_python() -> None:
+    assert ProducerConfig()["bootstrap.servers"] == [("localhost", 9092)]
+    with pytest.raises(ConfigError, match="bootstrap.servers: expected"):
+        ProducerConfig(bootstrap_servers=None)
 
 
 def test_idempotence_explicit_conflict_raises_implicit_is_disabled() -> None:

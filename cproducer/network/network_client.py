@@ -43,7 +43,7 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
+from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Tuple
 
 from cproducer import errors
 from cproducer.network.host_resolver import (
@@ -61,6 +61,7 @@ from cproducer.protocol import (
     encode_request,
     is_flexible,
 )
+from cproducer.protocol.broker_versions import cap, caps_for
 from cproducer.security.sasl_authenticator import SaslRawToken
 from cproducer.utils.backoff import ExponentialBackoff
 from cproducer.utils.time import SYSTEM_CLOCK, Clock
@@ -98,22 +99,38 @@ AUTHENTICATING = ConnectionState.AUTHENTICATING
 READY = ConnectionState.READY
 
 
+_NO_DELAY = ((socket.IPPROTO_TCP, socket.TCP_NODELAY, 1),)
+
+
 def default_socket_factory(
-    host: str, port: int, send_buffer: int, recv_buffer: int, address: Optional[str] = None
+    host: str,
+    port: int,
+    send_buffer: Optional[int],
+    recv_buffer: Optional[int],
+    address: Optional[str] = None,
+    socket_options: Optional[Sequence[Tuple[int, int, Any]]] = None,
 ) -> socket.socket:
     """A non-blocking TCP socket with connect() to ``address`` (an IPv4 or IPv6 address; the
-    first one ``host`` resolves to when None) started."""
+    first one ``host`` resolves to when None) started. ``send_buffer`` / ``recv_buffer``:
+    SO_SNDBUF / SO_RCVBUF, left to the OS when -1 or None. ``socket_options``: ``(level,
+    option, value)`` triples set before connecting (kafka-python's ``socket_options``; default:
+    TCP_NODELAY on)."""
     if address is None:
         address = default_host_resolver(host)[0]
     infos = socket.getaddrinfo(address, port, 0, socket.SOCK_STREAM, 0, socket.AI_NUMERICHOST)
     family, stype, proto, _, addr = infos[0]
     sock = socket.socket(family, stype, proto)
-    sock.setblocking(False)
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    if send_buffer > 0:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, send_buffer)
-    if recv_buffer > 0:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, recv_buffer)
+    try:
+        sock.setblocking(False)
+        for level, option, value in _NO_DELAY if socket_options is None else socket_options:
+            sock.setsockopt(level, option, value)
+        if send_buffer is not None and send_buffer > 0:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, send_buffer)
+        if recv_buffer is not None and recv_buffer > 0:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, recv_buffer)
+    except BaseException:
+        sock.close()
+        raise
     err = sock.connect_ex(addr)
     if err not in (0, errno.EINPROGRESS, errno.EWOULDBLOCK, errno.EAGAIN):
         sock.close()
@@ -206,10 +223,16 @@ class NetworkClient:
         host_resolver: HostResolver = default_host_resolver,
         metadata_recovery_strategy: str = "rebootstrap",
         metadata_recovery_rebootstrap_trigger_ms: int = 300000,
+        api_version: Optional[Tuple[int, ...]] = None,
+        selector: Optional[Callable[[], selectors.BaseSelector]] = None,
     ) -> None:
         """``random``: a zero-argument function returning a float in [0, 1) (the backoffs'
         jitter, the least-loaded node's starting point); default: a generator of its own.
-        ``host_resolver(host)``: the addresses to try for a host name, in order."""
+        ``host_resolver(host)``: the addresses to try for a host name, in order.
+        ``api_version``: a Kafka release, e.g. ``(2, 5)``: every connection speaks no newer
+        version of an API than that release does (kafka-python's ``api_version``); None: the
+        broker's and the client's versions alone decide. ``selector``: the
+        ``selectors.BaseSelector`` class to poll with (kafka-python's ``selector``)."""
         self.client_id = client_id
         self.reconnect_backoff_ms = reconnect_backoff_ms
         self.request_timeout_ms = request_timeout_ms
@@ -249,7 +272,10 @@ class NetworkClient:
         self.rebootstrap = metadata_recovery_strategy == "rebootstrap"
         self.rebootstrap_trigger_ms = metadata_recovery_rebootstrap_trigger_ms
         self._addresses: Dict[int, NodeAddresses] = {}  # per node: its addresses, the next one
-        self._selector = selectors.DefaultSelector()
+        self.api_version_caps: Optional[Dict[int, int]] = None
+        if api_version is not None:
+            self.api_version, self.api_version_caps = caps_for(tuple(api_version))
+        self._selector = (selectors.DefaultSelector if selector is None else selector)()
         self._conns: Dict[int, _Connection] = {}
         self._node_backoff: Dict[int, _NodeBackoff] = {}
         self._correlation = 0
@@ -352,6 +378,10 @@ class NetworkClient:
             self._tell_listener(node.id, node.host, node.port, False, f"connect failed: {exc}")
             return
         conn = _Connection(node.id, node.host, node.port, sock, CONNECTING, now_ms)
+        if self.api_version_caps is not None:
+            conn.api_versions_version = min(
+                conn.api_versions_version, self.api_version_caps[ApiVersionsRequest.API_KEY]
+            )
         conn.tls = hasattr(sock, "wants_write")
         conn.last_activity_ms = now_ms
         b.setup_timeout_ms = self._setup_timeout.backoff(b.failures)
@@ -540,6 +570,11 @@ class NetworkClient:
                 return True
         return False
 
+    def any_connection_ready(self) -> bool:
+        """True when some connection (a broker's or a bootstrap server's) is ready; may be
+        called from any thread."""
+        return any(conn.state == READY for conn in list(self._conns.values()))
+
     def disconnect_all(self, nodes: List[Any], reason: str) -> None:
         """Close the connections to ``nodes`` (their requests in flight fail as disconnected)."""
         now_ms = self.time_ms()
@@ -690,6 +725,9 @@ class NetworkClient:
             self._disconnect(conn, now_ms, reason, errors.exception_for(response.error_code))
             return False
         conn.api_versions = response.api_versions
+        if self.api_version_caps is not None:
+            # api_version: what the broker offers, narrowed to what that release speaks
+            conn.api_versions = cap(response.api_versions, self.api_version_caps)
         if self.sasl_authenticator_factory is not None:
             conn.authenticator = self.sasl_authenticator_factory(conn.node_id)
             try:

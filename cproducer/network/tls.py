@@ -181,6 +181,7 @@ def tls_socket_factory(
             sock = tcp_factory(host, port, send_buffer, recv_buffer, address=address)
         return TlsSocket(sock, context, host)
 
+    make.context = context  # type: ignore[attr-defined]  # the SSLContext every connection uses
     return make
 
 
@@ -189,22 +190,44 @@ def ssl_context_from_config(
     keystore: Optional[str],
     key_password: Optional[str],
     endpoint_identification: str,
+    keyfile: Optional[str] = None,
+    crlfile: Optional[str] = None,
+    ciphers: Optional[str] = None,
 ) -> ssl.SSLContext:
     """The client's SSLContext from the Java settings, PEM files only:
     ``ssl.truststore.location`` (CA certificates; the system's when None),
     ``ssl.keystore.location`` (client certificate chain and its private key, for mTLS),
     ``ssl.key.password`` and ``ssl.endpoint.identification.algorithm`` ("https": the broker's
-    certificate must name the host we connect to; "": only the chain is checked)."""
+    certificate must name the host we connect to; "": only the chain is checked). kafka-python's
+    extras: ``keyfile`` (the private key, when the keystore file holds only the chain),
+    ``crlfile`` (a CRL: the broker's certificate must not be revoked by it) and ``ciphers``
+    (OpenSSL's cipher list format)."""
     ctx = ssl.create_default_context(ssl.Purpose.SERVER_AUTH)
     name = "ssl.truststore.location"
     try:
         if truststore:
             ctx.load_verify_locations(truststore)
         name = "ssl.keystore.location"
+        if keyfile and not keystore:
+            raise ConfigError(
+                "ssl_keyfile: the key of which certificate? give the certificate chain in "
+                "ssl_certfile (ssl.keystore.location) too"
+            )
         if keystore:
-            ctx.load_cert_chain(keystore, None, key_password)
+            ctx.load_cert_chain(keystore, keyfile or None, key_password)
+        name = "ssl_crlfile"
+        if crlfile:
+            ctx.load_verify_locations(crlfile)
+            ctx.verify_flags |= ssl.VERIFY_CRL_CHECK_LEAF
     except (OSError, ssl.SSLError) as exc:
         raise ConfigError(f"{name}: cannot load the PEM file: {exc}") from exc
+    if ciphers:
+        try:
+            ctx.set_ciphers(ciphers)
+        except ssl.SSLError as exc:
+            raise ConfigError(
+                f"ssl_ciphers: OpenSSL selects no cipher from {ciphers!r} ({exc})"
+            ) from exc
     if endpoint_identification == "https":
         ctx.check_hostname = True
     elif endpoint_identification == "":

@@ -89,6 +89,10 @@ cdef class FastSend:
             if type(value) is not bytes:
                 return self.slow(topic, value, key, headers, partition, timestamp_ms, callback)
             vlen = PyBytes_GET_SIZE(value)
+        elif klen < 0:
+            # neither key nor value: the slow path refuses it (kafka-python) or takes it (the
+            # confluent facade)
+            return self.slow(topic, value, key, headers, partition, timestamp_ms, callback)
         if partition is None:
             if klen >= 0 and not self.ignore_keys:
                 part = murmur2_partition(<const unsigned char*>PyBytes_AS_STRING(key), klen,

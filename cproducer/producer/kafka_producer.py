@@ -9,6 +9,7 @@ once, through its future and callback: success with its offset, or an error.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import threading
@@ -42,9 +43,13 @@ from cproducer.producer.internals.transaction_manager import (
     TransactionManager,
     TransactionState,
 )
-from cproducer.producer.partitioners import resolve_partitioner
+from cproducer.producer.partitioners import (
+    KafkaPythonPartitioner,
+    reruns_on_new_batch,
+    resolve_partitioner,
+)
 from cproducer.producer.send_many import append_columns, partitions_of_column, size_upper_bounds
-from cproducer.producer.serializers import as_serialize_fn
+from cproducer.producer.serializers import as_serialize_fn, takes_headers
 from cproducer.record import compression
 from cproducer.record.compression import codec_id
 from cproducer.record.record_batch_builder import (
@@ -130,10 +135,29 @@ class KafkaProducer:
         self._ignore_keys: bool = cfg["partitioner.ignore.keys"]
         self._key_serializer = as_serialize_fn(cfg["key.serializer"])
         self._value_serializer = as_serialize_fn(cfg["value.serializer"])
+        # a serializer that takes the headers gets a list even for a record without any (and
+        # may add to it), as kafka-python's send does
+        self._headers_to_serializers = takes_headers(cfg["key.serializer"]) or takes_headers(
+            cfg["value.serializer"]
+        )
+        # kafka-python refuses a record with neither key nor value; librdkafka (the confluent
+        # facade) and Java take one
+        self._null_records: bool = bool(cfg.hooks.get("null_records", False))
         self._interceptors = ProducerInterceptors(cfg["interceptor.classes"])
-        self._partitioner = resolve_partitioner(cfg["partitioner.class"])
+        self._partitioner = resolve_partitioner(
+            cfg["partitioner.class"],
+            kafka_python=cfg.spelling.get("partitioner.class") == "partitioner",
+        )
         if self._partitioner is not None and hasattr(self._partitioner, "configure"):
             self._partitioner.configure(cfg.as_dict())
+        # Java's (and kafka-python's) abort-for-new-batch rerun is the sticky partitioners'
+        # protocol: only one implementing on_new_batch is asked again; any other partitioner is
+        # called exactly once per record
+        self._rerun_on_new_batch = self._partitioner is not None and reruns_on_new_batch(
+            self._partitioner
+        )
+        # kafka-python reruns for records without a key only; Java (its legacy partitioners) for all
+        self._rerun_keyed = not isinstance(self._partitioner, KafkaPythonPartitioner)
         self._closed = False
         self._close_lock = threading.Lock()
         self._last_memory_release = -_MEMORY_RELEASE_INTERVAL_S
@@ -146,6 +170,7 @@ class KafkaProducer:
             metadata_max_idle_ms=cfg["metadata.max.idle.ms"],
             topic_time_ms=self._batch_time_ms,
         )
+        self._metadata.allow_auto_topic_creation = cfg["allow.auto.create.topics"]
         host_resolver = check_host_resolver(cfg.hooks.get("host_resolver", default_host_resolver))
         servers, dns_lookup = cfg["bootstrap.servers"], cfg["client.dns.lookup"]
 
@@ -159,6 +184,10 @@ class KafkaProducer:
             bootstrap_addresses if dns_lookup != USE_ALL_DNS_IPS else None,
         )
         self._pool = BufferPool(cfg["buffer.memory"], cfg["batch.size"])
+        # batch.size=0 turns batching off (Java, kafka-python): a batch takes one record, is full
+        # with it (so it does not linger) and the built-in partitioner moves on after each record
+        batch_size = cfg["batch.size"] or 1
+        max_batch_records = 1 if cfg["batch.size"] == 0 else cfg.hooks.get("batch_max_records", 0)
         self._transaction_manager = (
             TransactionManager(
                 cfg["transactional.id"], cfg["transaction.timeout.ms"], cfg["retry.backoff.ms"]
@@ -169,7 +198,7 @@ class KafkaProducer:
         self._transactional = cfg["transactional.id"] is not None
         codec = codec_id(cfg["compression.type"])
         self._accumulator = RecordAccumulator(
-            cfg["batch.size"],
+            batch_size,
             codec,
             cfg["linger.ms"],
             cfg["retry.backoff.ms"],
@@ -188,17 +217,29 @@ class KafkaProducer:
                 else None
             ),
             random=cfg.hooks.get("random"),
-            max_batch_records=cfg.hooks.get("batch_max_records", 0),
+            max_batch_records=max_batch_records,
         )
         client_kwargs: Dict[str, Any] = {}
         if "socket_factory" in cfg.hooks:
+            if "socket_options" in cfg.explicit:
+                raise errors.ConfigError(
+                    "socket_options applies to the producer's own sockets; with a "
+                    "socket_factory, set the options on the sockets it makes"
+                )
             client_kwargs["socket_factory"] = cfg.hooks["socket_factory"]
+        else:
+            client_kwargs["socket_factory"] = functools.partial(
+                default_socket_factory, socket_options=cfg["socket_options"]
+            )
         if cfg["security.protocol"] in ("ssl", "sasl_ssl"):
             context = cfg.hooks.get("ssl_context") or ssl_context_from_config(
                 cfg["ssl.truststore.location"],
                 cfg["ssl.keystore.location"],
                 reveal(cfg["ssl.key.password"]),
                 cfg["ssl.endpoint.identification.algorithm"],
+                keyfile=cfg["ssl_keyfile"],
+                crlfile=cfg["ssl_crlfile"],
+                ciphers=cfg["ssl_ciphers"],
             )
             client_kwargs["socket_factory"] = tls_socket_factory(
                 context, client_kwargs.get("socket_factory", default_socket_factory)
@@ -226,6 +267,9 @@ class KafkaProducer:
             send_buffer_bytes=cfg["send.buffer.bytes"],
             receive_buffer_bytes=cfg["receive.buffer.bytes"],
             connections_max_idle_ms=cfg["connections.max.idle.ms"],
+            max_response_size=cfg["receive_message_max_bytes"],
+            api_version=cfg["api_version"],
+            selector=cfg.hooks.get("selector"),
             clock=clock,
             host_resolver=host_resolver,
             metadata_recovery_strategy=cfg["metadata.recovery.strategy"],
@@ -254,6 +298,8 @@ class KafkaProducer:
         # a send about to wait for memory wakes the Sender: sending is what frees it
         self._accumulator.memory_wait_hook = self._sender.wakeup
         self._fast: Optional[FastSend] = None
+        if not cfg["metrics_enabled"]:
+            self.metrics = self._no_metrics  # type: ignore[method-assign]
         if (
             not self._interceptors
             and self._key_serializer is None
@@ -284,6 +330,44 @@ class KafkaProducer:
                 self._transaction_manager.on_state_change = on_state_change  # type: ignore[union-attr]
         self._sender.start()
         log.debug("producer %s started", self.client_id)
+        if cfg["bootstrap_timeout_ms"] is not None or (
+            "api_version" in cfg.explicit and cfg["api_version"] is None
+        ):
+            # kafka-python's eager bootstrap: the constructor waits for the cluster
+            self._await_bootstrap(
+                30000 if cfg["bootstrap_timeout_ms"] is None else cfg["bootstrap_timeout_ms"]
+            )
+
+    def _await_bootstrap(self, timeout_ms: int) -> None:
+        """Wait up to ``timeout_ms`` for metadata from the cluster (the I/O thread fetches it from
+        the bootstrap servers at start); without it, close and raise KafkaTimeoutError."""
+        deadline = time.monotonic() + timeout_ms / 1000.0
+        while self._metadata.fetch().is_bootstrap_configured:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                servers = ",".join(f"{h}:{p}" for h, p in self.config["bootstrap.servers"])
+                self.close(0)
+                raise errors.KafkaTimeoutError(
+                    f"Unable to bootstrap from {servers}: no metadata within "
+                    f"bootstrap_timeout_ms ({timeout_ms} ms)"
+                )
+            try:
+                self._metadata.await_update(self._metadata.version, remaining * 1000.0)
+            except errors.KafkaTimeoutError:
+                pass
+            except errors.KafkaError:
+                self.close(0)
+                raise
+
+    def bootstrap_connected(self) -> bool:
+        """True when the producer has had the cluster's metadata and holds a ready connection to
+        one of its brokers (kafka-python's "the bootstrap is connected")."""
+        if self._closed:
+            return False
+        return (
+            not self._metadata.fetch().is_bootstrap_configured
+            and self._client.any_connection_ready()
+        )
 
     # ------------------------------------------------------------------ send
     def send(
@@ -324,6 +408,8 @@ class KafkaProducer:
     ) -> Any:
         """Java's doSend, in Python: every case the Cython fast path hands over."""
         self._check_can_send()
+        if value is None and key is None and not self._null_records:
+            raise ValueError("Need at least one: key or value")  # kafka-python's refusal
         if self._interceptors:
             record = self._interceptors.on_send(
                 ProducerRecord(topic, value, key, headers, partition, timestamp_ms)
@@ -343,8 +429,10 @@ class KafkaProducer:
             self._metadata.add(topic, now)
         remaining_ms = self._max_block_ms - (self._clock.monotonic_ms() - start)
 
-        key_bytes = self._serialize("key", self._key_serializer, topic, key)
-        value_bytes = self._serialize("value", self._value_serializer, topic, value)
+        if headers is None and self._headers_to_serializers:
+            headers = []
+        key_bytes = self._serialize("key", self._key_serializer, topic, headers, key)
+        value_bytes = self._serialize("value", self._value_serializer, topic, headers, value)
         if headers is not None:
             _check_headers(headers)
 
@@ -379,7 +467,9 @@ class KafkaProducer:
             headers,
             callback,
             remaining_ms,
-            self._partitioner is not None,
+            self._rerun_on_new_batch
+            and partition is None
+            and (key_bytes is None or self._rerun_keyed),
             now,
             cluster,
         )
@@ -538,10 +628,10 @@ class KafkaProducer:
         return on_completion
 
     @staticmethod
-    def _serialize(what: str, serializer: Any, topic: str, obj: Any) -> Any:
+    def _serialize(what: str, serializer: Any, topic: str, headers: Any, obj: Any) -> Any:
         if serializer is not None:
             try:
-                obj = serializer(topic, obj)
+                obj = serializer(topic, headers, obj)
             except Exception as exc:
                 raise errors.SerializationError(
                     f"the {what} serializer failed on {type(obj).__name__}: {exc}"
@@ -759,6 +849,10 @@ class KafkaProducer:
         close_partitioner = getattr(self._partitioner, "close", None)
         if close_partitioner is not None:
             close_partitioner()
+        for serializer in (self.config["key.serializer"], self.config["value.serializer"]):
+            close_serializer = getattr(serializer, "close", None)
+            if callable(close_serializer):
+                close_serializer()  # kafka-python's Serializer.close, Java's Serializer.close
 
     def __enter__(self) -> KafkaProducer:
         return self
@@ -807,6 +901,10 @@ class KafkaProducer:
             out[f"node-{node_id}.request-total"] = m.requests_by_node.get(node_id, 0)
         return out
 
+    def _no_metrics(self) -> Dict[str, Any]:
+        """metrics() with ``metrics_enabled=False``: nothing is reported."""
+        return {}
+
     @property
     def closed(self) -> bool:
         return self._closed
@@ -854,15 +952,17 @@ def _offsets(value: Any) -> Dict[TopicPartition, Tuple[int, int, Optional[str]]]
             raise TypeError(f"offsets: key {key!r} is not a (topic, partition)") from None
         metadata: Optional[str] = None
         leader_epoch = -1
-        if isinstance(v, tuple):
-            offset, metadata = v
-        elif isinstance(v, int):
-            offset = v
-        else:
-            offset = getattr(v, "offset", None)
+        if hasattr(v, "offset"):
+            # an OffsetAndMetadata: kafka-python's (offset, metadata, leader_epoch) namedtuple,
+            # Java's, confluent-kafka's TopicPartition
+            offset = v.offset
             metadata = getattr(v, "metadata", None)
             epoch = getattr(v, "leader_epoch", None)
             leader_epoch = -1 if epoch is None else int(epoch)
+        elif isinstance(v, tuple) and len(v) == 2:
+            offset, metadata = v
+        else:
+            offset = v
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
             raise ValueError(
                 f"offsets: the offset of {topic}[{partition}] must be an int >= 0, got {offset!r}"

@@ -9,7 +9,25 @@ A custom partitioner is an object with
 ``configure(configs)``, ``close()`` and ``on_new_batch(topic, cluster, prev_partition)`` (subclass
 ``Partitioner`` to get no-op defaults). Returning ``-1`` hands the choice to the built-in logic, as
 KIP-794 allows. A plain callable ``f(key_bytes, all_partitions, available_partitions)`` (lists of
-partition ids, as kafka-python passes them) is accepted too.
+partition ids, as kafka-python 2 passes them) is accepted too.
+
+Which ``cluster`` it gets depends on how it was configured, as the settings' spellings do:
+
+- ``partitioner.class`` (Java's name), or a subclass of this module's ``Partitioner``: the
+  producer's :class:`~cproducer.cluster.Cluster` (``partitions_for_topic`` gives
+  ``PartitionInfo``s, as Java's ``Cluster.partitionsForTopic``);
+- ``partitioner=`` (kafka-python's name), and any ``kafka.partitioner.Partitioner``: kafka-python
+  3's protocol (``KafkaPythonPartitioner``). The cluster is a :class:`ClusterMetadataView`:
+  ``topics()``, ``partitions_for_topic(topic)`` and ``available_partitions_for_topic(topic)`` give
+  sets of partition ids, as kafka-python's ``ClusterMetadata`` does. An object that is no
+  ``kafka.partitioner.Partitioner`` and whose ``partition`` takes three arguments is called as
+  kafka-python calls those: ``partition(topic, key_bytes, cluster)``.
+
+A partitioner is called once per record. Only one that implements ``on_new_batch`` (a sticky
+one: the legacy ones below, kafka-python's ``StickyPartitioner``) takes part in Java's and
+kafka-python's abort-for-new-batch protocol: when its choice would start a new batch for an
+unkeyed record, the producer calls ``on_new_batch(topic, cluster, prev_partition)`` and then
+``partition`` again for that record.
 
 The legacy partitioners, selectable by name (``resolve_partitioner``):
 
@@ -31,18 +49,21 @@ The legacy partitioners, selectable by name (``resolve_partitioner``):
 
 from __future__ import annotations
 
+import inspect
 import numbers
 import random as _random
 import threading
 from collections import deque
-from typing import Any, Callable, Deque, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Deque, Dict, FrozenSet, List, Mapping, Optional, Set, Tuple
 
 from cproducer.errors import ConfigError
 from cproducer.utils.murmur2 import partition_for_key
 
 __all__ = [
     "CallablePartitioner",
+    "ClusterMetadataView",
     "DefaultPartitioner",
+    "KafkaPythonPartitioner",
     "Partitioner",
     "RoundRobinPartitioner",
     "UniformStickyPartitioner",
@@ -69,7 +90,18 @@ class Partitioner:
 
     def on_new_batch(self, topic: str, cluster: Any, prev_partition: int) -> None:
         """A record given ``prev_partition`` was about to start a new batch there; ``partition``
-        is called again for it right after."""
+        is called again for it right after. Called only when a subclass overrides it (this
+        no-op base keeps the partitioner at one call per record)."""
+
+
+def reruns_on_new_batch(partitioner: Any) -> bool:
+    """Whether the producer runs the abort-for-new-batch protocol for this partitioner: only
+    when it implements ``on_new_batch`` itself (not the no-op of ``Partitioner``). Any other
+    partitioner is called exactly once per record."""
+    if isinstance(partitioner, KafkaPythonPartitioner):
+        return partitioner.has_on_new_batch
+    hook = getattr(type(partitioner), "on_new_batch", None)
+    return callable(hook) and hook is not Partitioner.on_new_batch
 
 
 def _partitions(cluster: Any, topic: str) -> Tuple[Any, ...]:
@@ -223,6 +255,153 @@ class CallablePartitioner(Partitioner):
         return f"CallablePartitioner({self.fn!r})"
 
 
+class ClusterMetadataView:
+    """kafka-python's ``ClusterMetadata`` as its partitioners read it, over one
+    :class:`~cproducer.cluster.Cluster` (an immutable snapshot): partition ids as sets of ints,
+    ``None`` for a topic the metadata does not know."""
+
+    __slots__ = ("_cluster", "_ids", "_available")
+
+    def __init__(self, cluster: Any) -> None:
+        self._cluster = cluster
+        self._ids: Dict[str, FrozenSet[int]] = {}
+        self._available: Dict[str, FrozenSet[int]] = {}
+
+    @property
+    def cluster(self) -> Any:
+        """The producer's Cluster this view reads."""
+        return self._cluster
+
+    def topics(self, exclude_internal_topics: bool = True) -> Set[str]:
+        topics = set(self._cluster.topics)
+        if exclude_internal_topics:
+            topics -= set(self._cluster.internal_topics)
+        return topics
+
+    def partitions_for_topic(self, topic: str) -> Optional[Set[int]]:
+        """Every partition id of ``topic`` (None: the topic is not in the metadata)."""
+        ids = self._ids.get(topic)
+        if ids is None:
+            infos = self._cluster.partitions_for_topic(topic)
+            if not infos:
+                return None
+            ids = self._ids[topic] = frozenset(p.partition for p in infos)
+        return set(ids)
+
+    def available_partitions_for_topic(self, topic: str) -> Optional[Set[int]]:
+        """The ids of ``topic``'s partitions that have a leader (None: unknown topic)."""
+        ids = self._available.get(topic)
+        if ids is None:
+            if not self._cluster.partitions_for_topic(topic):
+                return None
+            infos = self._cluster.available_partitions_for_topic(topic)
+            ids = self._available[topic] = frozenset(p.partition for p in infos)
+        return set(ids)
+
+    def leader_for_partition(self, partition: Any) -> Optional[int]:
+        """The leader's node id of a ``(topic, partition)``; -1 without a leader, None for an
+        unknown partition."""
+        info = self._cluster.partition((partition[0], partition[1]))
+        if info is None:
+            return None
+        return -1 if info.leader is None else int(info.leader.id)
+
+    def partitions_for_broker(self, broker_id: int) -> Optional[Set[Any]]:
+        """The ``(topic, partition)``s led by ``broker_id`` (None when it leads none)."""
+        from cproducer.cluster import TopicPartition
+
+        led = {
+            TopicPartition(p.topic, p.partition)
+            for p in self._cluster.partitions_for_node(broker_id)
+        }
+        return led or None
+
+    def __repr__(self) -> str:
+        return f"ClusterMetadataView({self._cluster!r})"
+
+
+def _kafka_python_partitioner_class() -> Optional[type]:
+    try:
+        from kafka.partitioner import Partitioner as KafkaPythonBase
+    except ImportError:  # kafka-python is not installed: no object can be one of its partitioners
+        return None
+    return KafkaPythonBase  # type: ignore[no-any-return]
+
+
+def is_kafka_python_partitioner(obj: Any) -> bool:
+    base = _kafka_python_partitioner_class()
+    return base is not None and isinstance(obj, base)
+
+
+def _positional_count(method: Any) -> int:
+    try:
+        params = inspect.signature(method).parameters.values()
+    except (TypeError, ValueError):
+        return 6
+    count = 0
+    for p in params:
+        if p.kind == p.VAR_POSITIONAL:
+            return 6
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            count += 1
+    return count
+
+
+class KafkaPythonPartitioner(Partitioner):
+    """A partitioner object configured with kafka-python's ``partitioner=``, called as kafka-python
+    3 calls it: ``partition(topic, key, key_bytes, value, value_bytes, cluster)`` with the
+    cluster as a :class:`ClusterMetadataView`; or, for an object that is no
+    ``kafka.partitioner.Partitioner`` and whose ``partition`` takes three arguments,
+    ``partition(topic, key_bytes, cluster)`` (kafka-python's older protocol). A ``None`` answer
+    raises ``ValueError``, as in kafka-python; ``on_new_batch`` is passed on when it has one."""
+
+    def __init__(self, partitioner: Any) -> None:
+        self.partitioner = partitioner
+        method = partitioner.partition
+        self._legacy = (
+            not is_kafka_python_partitioner(partitioner) and _positional_count(method) == 3
+        )
+        self._partition = method
+        self._on_new_batch = getattr(partitioner, "on_new_batch", None)
+        self.has_on_new_batch = callable(self._on_new_batch)
+        self._view: Optional[ClusterMetadataView] = None
+
+    def _view_of(self, cluster: Any) -> ClusterMetadataView:
+        view = self._view
+        if view is None or view.cluster is not cluster:
+            view = self._view = ClusterMetadataView(cluster)
+        return view
+
+    def partition(
+        self, topic: str, key: Any, key_bytes: Any, value: Any, value_bytes: Any, cluster: Any
+    ) -> int:
+        view = self._view_of(cluster)
+        if self._legacy:
+            part = self._partition(topic, key_bytes, view)
+        else:
+            part = self._partition(topic, key, key_bytes, value, value_bytes, view)
+        if part is None:
+            raise ValueError(f"Partitioner did not assign a partition for topic {topic}!")
+        return part  # type: ignore[no-any-return]
+
+    def on_new_batch(self, topic: str, cluster: Any, prev_partition: int) -> None:
+        if self._on_new_batch is not None:
+            self._on_new_batch(topic, self._view_of(cluster), prev_partition)
+
+    def configure(self, configs: Mapping[str, Any]) -> None:
+        configure = getattr(self.partitioner, "configure", None)
+        if callable(configure):
+            configure(configs)
+
+    def close(self) -> None:
+        close = getattr(self.partitioner, "close", None)
+        if callable(close):
+            close()
+
+    def __repr__(self) -> str:
+        return f"KafkaPythonPartitioner({self.partitioner!r})"
+
+
 _BY_NAME: Dict[str, Callable[[], Partitioner]] = {}
 for _cls, _names in (
     (DefaultPartitioner, ("default", "DefaultPartitioner")),
@@ -243,10 +422,25 @@ _ALLOWED = (
 )
 
 
-def resolve_partitioner(spec: Any) -> Any:
+def resolve_partitioner(spec: Any, kafka_python: bool = False) -> Any:
     """The partitioner for a ``partitioner.class`` setting: None -> None (the built-in logic); a
     name -> a legacy partitioner; an object with ``partition`` -> itself; a class -> an instance;
-    a plain callable -> CallablePartitioner. Anything else raises ConfigError."""
+    a plain callable -> CallablePartitioner. Anything else raises ConfigError.
+
+    ``kafka_python``: the setting was spelled ``partitioner`` (kafka-python's name): an object
+    that is not one of this module's ``Partitioner``s is called with kafka-python's protocol
+    (``KafkaPythonPartitioner``). A ``kafka.partitioner.Partitioner`` always is."""
+    resolved = _resolve(spec)
+    if resolved is None or isinstance(resolved, (CallablePartitioner, KafkaPythonPartitioner)):
+        return resolved
+    if is_kafka_python_partitioner(resolved) or (
+        kafka_python and not isinstance(resolved, Partitioner)
+    ):
+        return KafkaPythonPartitioner(resolved)
+    return resolved
+
+
+def _resolve(spec: Any) -> Any:
     if spec is None:
         return None
     if isinstance(spec, str):

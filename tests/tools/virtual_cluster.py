@@ -29,6 +29,7 @@ Leadership is enforced once a leader has moved (a move or a failure): a Produce 
 node for a partition it does not lead is answered NOT_LEADER_OR_FOLLOWER for that partition (the
 others in the request go to the broker), and from Produce v10 on the answer carries KIP-951's
 hints: the partition's ``CurrentLeader`` (id and epoch) and the new leader's ``NodeEndpoints``.
+``request_versions`` records, per API key, every version a client sent.
 ApiVersions advertises Produce up to ``max_produce_version`` (11, the proxy's own limit: v13
 names topics by id; 9 shows a client without the hints). ``metadata_requests`` counts Metadata
 requests per node; ``moved_at``/``first_not_leader``/``first_accepted`` time each move (the first
@@ -107,6 +108,7 @@ class VirtualCluster:
         self._base_epochs: Dict[Tuple[str, int], int] = {}  # the broker's epochs, from Metadata
         self.produce_requests: Dict[int, int] = {i: 0 for i in range(nodes)}
         self.metadata_requests: Dict[int, int] = {i: 0 for i in range(nodes)}
+        self.request_versions: Dict[int, Set[int]] = {}  # api key -> the versions clients sent
         self.not_leader_answers = 0
         self.metadata_unanswered = False
         # per moved partition, time.monotonic() of: the move, the first NOT_LEADER_OR_FOLLOWER
@@ -263,6 +265,7 @@ class VirtualCluster:
                 size = _SIZE.unpack(await reader.readexactly(4))[0]
                 frame = await reader.readexactly(size)
                 api_key, version, cid = _HEADER.unpack_from(frame)
+                self.request_versions.setdefault(api_key, set()).add(version)
                 if api_key == METADATA:
                     self.metadata_requests[node] += 1
                     if self.metadata_unanswered:

@@ -337,6 +337,7 @@ def translate(config: Mapping[str, Any]) -> FacadeConfig:
     hooks["batch_max_records"] = rd_int(
         "batch.num.messages", take("batch.num.messages", 10000), 1, 1000000
     )
+    hooks["null_records"] = True  # librdkafka produces a message without key and value
     request_timeout = rd_int("request.timeout.ms", take("request.timeout.ms", 30000), 1, 900000)
     timeout_set = "delivery.timeout.ms" in explicit
     transaction_timeout = p["transaction.timeout.ms"]

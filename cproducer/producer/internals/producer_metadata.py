@@ -84,6 +84,9 @@ class ProducerMetadata:
         self._closed = False
         self._bootstrap_addresses: List[Tuple[str, int]] = []
         self._resolve_bootstrap: Optional[Callable[[], List[Tuple[str, int]]]] = None
+        #: what topic metadata requests say in allow_auto_topic_creation (the producer's
+        #: allow.auto.create.topics): whether the broker may create a missing topic
+        self.allow_auto_topic_creation = True
 
     # ------------------------------------------------------------------ reads
     def fetch(self) -> Cluster:
@@ -222,9 +225,10 @@ class ProducerMetadata:
                 self._list_all_topics = False
                 self._listing_in_flight = True
                 return MetadataRequest(None, False), False
+            create = self.allow_auto_topic_creation
             if self._need_partial_update and not self._need_full_update and self._new_topics:
-                return MetadataRequest(sorted(self._new_topics), True), True
-            return MetadataRequest(sorted(self._topics), True), False
+                return MetadataRequest(sorted(self._new_topics), create), True
+            return MetadataRequest(sorted(self._topics), create), False
 
     def _expire_idle_topics(self, now_ms: int) -> None:
         for topic, last_used in list(self._topics.items()):
