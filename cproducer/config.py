@@ -94,6 +94,13 @@ def _choice(*allowed: str) -> Callable[[str, Any], str]:
     return check
 
 
+def _recording_level(name: str, value: Any) -> str:
+    """metrics.recording.level: Java's INFO, DEBUG or TRACE (any case), normalized to upper."""
+    if isinstance(value, str) and value.strip().upper() in ("INFO", "DEBUG", "TRACE"):
+        return value.strip().upper()
+    raise ConfigError(f"{name}: expected one of INFO, DEBUG, TRACE, got {value!r}")
+
+
 def _acks(name: str, value: Any) -> int:
     """acks: "all"/-1, 0 or 1; normalized to the wire value (-1, 0, 1)."""
     if isinstance(value, str):
@@ -425,6 +432,24 @@ _DEFS: Tuple[ConfigDef, ...] = (
         "socket receive buffer, SO_RCVBUF (-1: the OS's default)",
     ),
     ConfigDef("connections.max.idle.ms", 540000, _int(0, _INT64_MAX), "idle close"),
+    ConfigDef(
+        "metrics.num.samples",
+        2,
+        _int(1, _INT32_MAX),
+        "samples kept to compute the windowed metrics (rates, averages, maxima) of metrics()",
+    ),
+    ConfigDef(
+        "metrics.sample.window.ms",
+        30000,
+        _int(1, _INT64_MAX),
+        "how long one metrics sample takes values; metrics() looks back num.samples of them",
+    ),
+    ConfigDef(
+        "metrics.recording.level",
+        "INFO",
+        _recording_level,
+        "INFO, DEBUG or TRACE: DEBUG and TRACE also record the I/O thread's time metrics",
+    ),
     ConfigDef(
         "security.protocol",
         "plaintext",
