@@ -7,7 +7,7 @@ values at the same times must read the same."""
 from __future__ import annotations
 
 import math
-from typing import Any, List, Tuple
+from typing import Any, Dict, List, Tuple
 
 import pytest
 from hypothesis import given, settings
@@ -148,13 +148,14 @@ def test_metrics_configs_have_javas_defaults_and_checks() -> None:
     assert MetricConfig.from_config(
         ProducerConfig(bootstrap_servers="h:1", metrics_recording_level="TRACE")
     ).should_record(DEBUG)
-    for key, bad in (
-        ("metrics_num_samples", 0),
-        ("metrics_sample_window_ms", 0),
-        ("metrics_recording_level", "VERBOSE"),
+    bad: Dict[str, Any]
+    for bad in (
+        {"metrics_num_samples": 0},
+        {"metrics_sample_window_ms": 0},
+        {"metrics_recording_level": "VERBOSE"},
     ):
-        with pytest.raises(ConfigError, match=key.replace("_", ".")):
-            ProducerConfig(bootstrap_servers="h:1", **{key: bad})
+        with pytest.raises(ConfigError, match=next(iter(bad)).replace("_", ".")):
+            ProducerConfig(bootstrap_servers="h:1", **bad)
 
 
 def test_the_window_configs_change_the_readings() -> None:
@@ -191,7 +192,7 @@ def test_the_recording_level_decides_the_io_thread_time_metrics(level: int, io: 
     assert metrics.record_io_time is io
     metrics.poll_time(3_000_000, 1_000_000, 10)
     out: dict = {}
-    metrics.producer_metrics(10, out)
+    metrics.read(10, out)
     names = {"io-wait-ratio", "io-ratio", "io-wait-time-ns-avg", "select-total"}
     assert (names <= set(out)) is io
     if io:

@@ -88,37 +88,41 @@ class NetworkMetrics:
             self._io_time.record(io_ns, now_ms)
 
     # ------------------------------------------------------------------ reading (any thread)
-    def producer_metrics(self, now_ms: int, out: Dict[str, float]) -> None:
-        """Add the producer-wide connection metrics to ``out`` (the producer-metrics group)."""
+    def read(self, now_ms: int, out: Dict[str, float]) -> Dict[int, Dict[str, float]]:
+        """Add the producer-wide connection metrics to ``out`` (the producer-metrics group) and
+        return each node's: one reading, so the nodes' totals add up to the producer's."""
         with self._lock:
-            a = self._all
-            _meter(out, "connection-close", self._closed, now_ms, count=True)
-            _meter(out, "connection-creation", self._created, now_ms, count=True)
-            _meter(out, "network-io", self._io, now_ms, count=True)
-            _traffic(out, a, now_ms)
-            # kafka-python's names (its connections' throttle times; Java has none producer-wide
-            # besides produce-throttle-time)
-            out["throttle-time-avg"] = a.throttle.avg(now_ms)
-            out["throttle-time-max"] = a.throttle.max(now_ms)
-            if self.record_io_time:
-                _meter(out, "select", self._select, now_ms, count=True)
-                out["io-wait-time-ns-avg"] = self._select.avg(now_ms)
-                out["io-wait-ratio"] = self._select.rate(now_ms, 1e-6)
-                out["io-wait-time-ns-total"] = self._select.total
-                out["io-time-ns-avg"] = self._io_time.avg(now_ms)
-                out["io-ratio"] = self._io_time.rate(now_ms, 1e-6)
-                out["io-time-ns-total"] = self._io_time.total
+            self._producer_metrics(now_ms, out)
+            return self._node_metrics(now_ms)
 
-    def node_metrics(self, now_ms: int) -> Dict[int, Dict[str, float]]:
+    def _producer_metrics(self, now_ms: int, out: Dict[str, float]) -> None:
+        a = self._all
+        _meter(out, "connection-close", self._closed, now_ms, count=True)
+        _meter(out, "connection-creation", self._created, now_ms, count=True)
+        _meter(out, "network-io", self._io, now_ms, count=True)
+        _traffic(out, a, now_ms)
+        # kafka-python's names (its connections' throttle times; Java has none producer-wide
+        # besides produce-throttle-time)
+        out["throttle-time-avg"] = a.throttle.avg(now_ms)
+        out["throttle-time-max"] = a.throttle.max(now_ms)
+        if self.record_io_time:
+            _meter(out, "select", self._select, now_ms, count=True)
+            out["io-wait-time-ns-avg"] = self._select.avg(now_ms)
+            out["io-wait-ratio"] = self._select.rate(now_ms, 1e-6)
+            out["io-wait-time-ns-total"] = self._select.total
+            out["io-time-ns-avg"] = self._io_time.avg(now_ms)
+            out["io-ratio"] = self._io_time.rate(now_ms, 1e-6)
+            out["io-time-ns-total"] = self._io_time.total
+
+    def _node_metrics(self, now_ms: int) -> Dict[int, Dict[str, float]]:
         """Per node that a connection was attempted to: its traffic and throttle times."""
         out: Dict[int, Dict[str, float]] = {}
-        with self._lock:
-            for node_id, node in self._nodes.items():
-                group: Dict[str, float] = {}
-                _traffic(group, node, now_ms)
-                group["throttle-time-avg"] = node.throttle.avg(now_ms)
-                group["throttle-time-max"] = node.throttle.max(now_ms)
-                out[node_id] = group
+        for node_id, node in self._nodes.items():
+            group: Dict[str, float] = {}
+            _traffic(group, node, now_ms)
+            group["throttle-time-avg"] = node.throttle.avg(now_ms)
+            group["throttle-time-max"] = node.throttle.max(now_ms)
+            out[node_id] = group
         return out
 
 

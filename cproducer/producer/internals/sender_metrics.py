@@ -255,7 +255,7 @@ def collect_metrics(
     sender.sample_pool(now_ms)
     producer: Dict[str, float] = {}
     sender.producer_metrics(now_ms, producer)
-    network.producer_metrics(now_ms, producer)
+    nodes = network.read(now_ms, producer)
     producer["requests-in-flight"] = float(client.in_flight_request_count())
     last_update = metadata.last_successful_update_ms
     producer["metadata-age"] = (now_ms - last_update) / 1000.0 if last_update else NAN
@@ -268,7 +268,7 @@ def collect_metrics(
     groups: Dict[str, Dict[str, float]] = {PRODUCER_GROUP: producer}
     latencies = sender.node_latencies(now_ms)
     no_latency = {"request-latency-avg": NAN, "request-latency-max": NAN}
-    for node_id, group in sorted(network.node_metrics(now_ms).items()):
+    for node_id, group in sorted(nodes.items()):
         group.update(latencies.get(node_id, no_latency))
         groups[f"{NODE_GROUP}.node-{node_id}"] = group
     for topic, group in sorted(sender.topic_metrics(now_ms).items()):
