@@ -7,6 +7,8 @@ values at the same times must read the same."""
 from __future__ import annotations
 
 import math
+import threading
+import time
 from typing import Any, Dict, List, Tuple
 
 import pytest
@@ -17,8 +19,9 @@ from kafka.metrics.stats import Avg, Count, Max, Rate
 
 from cproducer.cluster import TopicPartition
 from cproducer.config import ProducerConfig
-from cproducer.errors import ConfigError
+from cproducer.errors import BufferExhaustedError, ConfigError
 from cproducer.network.network_metrics import NetworkMetrics
+from cproducer.producer.internals.buffer_pool import BufferPool
 from cproducer.producer.internals.producer_batch import ProducerBatch
 from cproducer.producer.internals.sender_metrics import SenderMetrics
 from cproducer.record.record_batch_builder import RecordBatchBuilder
@@ -286,3 +289,28 @@ def test_the_pools_wait_counters_become_a_ratio_and_a_rate() -> None:
     assert out["bufferpool-wait-ratio"] == pytest.approx(0.5)
     assert out["buffer-exhausted-total"] == 2.0
     assert out["buffer-exhausted-rate"] == pytest.approx(2 / 1)
+
+
+def test_the_buffer_pool_counts_the_time_allocations_wait_and_those_that_give_up() -> None:
+    pool = BufferPool(1000, 100)
+    held = pool.allocate(1000, 0)
+    assert (pool.wait_time_ns_total, pool.exhausted_total) == (0, 0)  # no wait: nothing
+    with pytest.raises(BufferExhaustedError):
+        pool.allocate(100, 20)  # gives up after its 20 ms
+    assert pool.exhausted_total == 1 and pool.wait_time_ns_total >= 20_000_000
+    gave_up = pool.wait_time_ns_total
+    got: List[Any] = []
+    waiter = threading.Thread(target=lambda: got.append(pool.allocate(100, 60_000)))
+    waiter.start()
+    while pool.queued == 0:
+        time.sleep(0.001)
+    pool.deallocate(held)  # the waiter gets its memory
+    waiter.join()
+    assert len(got[0]) == 100 and pool.exhausted_total == 1
+    assert pool.wait_time_ns_total > gave_up
+    m = SenderMetrics(MetricConfig(), pool)
+    m.sample_pool(5)
+    out: dict = {}
+    m.producer_metrics(5, out)
+    assert out["bufferpool-wait-time-ns-total"] == pool.wait_time_ns_total
+    assert out["buffer-exhausted-total"] == 1.0
