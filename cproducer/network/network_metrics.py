@@ -19,6 +19,8 @@ from typing import Dict
 
 from cproducer.utils.sampled_stat import DEBUG, MetricConfig, SampledStat
 
+_NOT_RECORDED = SampledStat(MetricConfig())  # (stands for stats off at this recording level)
+
 
 class _NodeStats:
     __slots__ = ("sent", "received", "throttle")
@@ -40,8 +42,9 @@ class NetworkMetrics:
         self._nodes: Dict[int, _NodeStats] = {}
         #: the poll loop's time is measured (metrics.recording.level DEBUG or TRACE)
         self.record_io_time = config.should_record(DEBUG)
-        self._select = SampledStat(config)  # per poll: ns waiting in select
-        self._io_time = SampledStat(config)  # per poll: ns handling what select returned
+        # per poll: ns waiting in select, ns handling what select returned (made when recorded)
+        self._select = SampledStat(config) if self.record_io_time else _NOT_RECORDED
+        self._io_time = SampledStat(config) if self.record_io_time else _NOT_RECORDED
 
     # ------------------------------------------------------------------ recording (I/O thread)
     def register_node(self, node_id: int) -> None:

@@ -19,7 +19,7 @@ Not thread-safe by itself: the owner records and reads under its lock.
 
 from __future__ import annotations
 
-from typing import Any, List, Optional
+from typing import Any, List, Optional, Tuple
 
 NAN = float("nan")
 
@@ -70,31 +70,27 @@ class MetricConfig:
         )
 
 
-class _Sample:
-    __slots__ = ("start_ms", "count", "sum", "max")
-
-    def __init__(self, start_ms: int) -> None:
-        self.start_ms = start_ms
-        self.count = 0
-        self.sum = 0.0
-        self.max = -float("inf")
-
-    def reset(self, start_ms: int) -> None:
-        self.start_ms = start_ms
-        self.count = 0
-        self.sum = 0.0
-        self.max = -float("inf")
+# a finished sample: (start_ms, count, sum, max)
+_Sample = Tuple[int, int, float, float]
 
 
 class SampledStat:
-    """Sum, count and max of a quantity per sample window, and their cumulative totals."""
+    """Sum, count and max of a quantity per sample window, and their cumulative totals.
 
-    __slots__ = ("_config", "_samples", "_current", "total", "count")
+    The current sample lives in the stat's own fields and the finished ones in a list made at
+    the first window change (Java reuses the oldest of ``samples`` slots; keeping the last
+    ``samples - 1`` finished ones is the same set): a producer makes dozens of these, and a
+    short-lived one allocates nothing more for them."""
+
+    __slots__ = ("_config", "_start", "_count", "_sum", "_max", "_done", "total", "count")
 
     def __init__(self, config: MetricConfig) -> None:
         self._config = config
-        self._samples: List[_Sample] = []
-        self._current = 0
+        self._start = -1  # the current sample's start (ms); -1: nothing recorded yet
+        self._count = 0
+        self._sum = 0.0
+        self._max = -float("inf")
+        self._done: Optional[List[_Sample]] = None  # the finished samples, oldest first
         #: cumulative sum of every value recorded (Java's CumulativeSum)
         self.total = 0.0
         #: cumulative number of events recorded (Java's CumulativeCount)
@@ -105,67 +101,71 @@ class SampledStat:
     ) -> None:
         """``events`` events adding up to ``value``, the largest of them ``max_value`` (default:
         ``value``), at ``now_ms``."""
-        samples = self._samples
-        if samples:
-            sample = samples[self._current]
-            if now_ms - sample.start_ms >= self._config.window_ms:
-                sample = self._advance(now_ms)
-        else:
-            sample = _Sample(now_ms)
-            samples.append(sample)
-        sample.sum += value
-        sample.count += events
+        if self._start < 0:
+            self._start = now_ms
+        elif now_ms - self._start >= self._config.window_ms:
+            self._advance(now_ms)
+        self._sum += value
+        self._count += events
         top = value if max_value is None else max_value
-        if top > sample.max:
-            sample.max = top
+        if top > self._max:
+            self._max = top
         self.total += value
         self.count += events
 
-    def _advance(self, now_ms: int) -> _Sample:
-        self._current = (self._current + 1) % self._config.samples
-        if self._current >= len(self._samples):
-            sample = _Sample(now_ms)
-            self._samples.append(sample)
-        else:
-            sample = self._samples[self._current]
-            sample.reset(now_ms)
-        return sample
+    def _advance(self, now_ms: int) -> None:
+        keep = self._config.samples - 1
+        if keep > 0:
+            done = self._done
+            if done is None:
+                done = self._done = []
+            done.append((self._start, self._count, self._sum, self._max))
+            if len(done) > keep:
+                del done[0]
+        self._start = now_ms
+        self._count = 0
+        self._sum = 0.0
+        self._max = -float("inf")
 
     def _live(self, now_ms: int) -> List[_Sample]:
+        if self._start < 0:
+            return []
         expire_age = self._config.samples * self._config.window_ms
-        return [s for s in self._samples if now_ms - s.start_ms < expire_age]
+        samples = list(self._done) if self._done else []
+        samples.append((self._start, self._count, self._sum, self._max))
+        return [s for s in samples if now_ms - s[0] < expire_age]
 
     # ------------------------------------------------------------------ readings
     def avg(self, now_ms: int) -> float:
         """Java's ``Avg``: the mean of the values in the live samples (NaN: none)."""
         total = 0.0
         count = 0
-        for s in self._live(now_ms):
-            total += s.sum
-            count += s.count
+        for _start, n, value, _max in self._live(now_ms):
+            total += value
+            count += n
         return total / count if count else NAN
 
     def max(self, now_ms: int) -> float:
         """Java's ``Max``: the largest value in the live samples (NaN: none)."""
-        live = [s.max for s in self._live(now_ms) if s.count]
+        live = [top for _start, n, _sum, top in self._live(now_ms) if n]
         return float(max(live)) if live else NAN
 
     def rate(self, now_ms: int, unit_ms: float = 1000.0) -> float:
         """Java's ``Rate`` (of a ``WindowedSum``): the values' sum per ``unit_ms`` (default per
         second; 1e-6 gives the fraction of time a quantity in ns covers, Java's NANOSECONDS)."""
         live = self._live(now_ms)
-        return sum(s.sum for s in live) / (self._window_size(live, now_ms) / unit_ms)
+        return sum(s[2] for s in live) / (self._window_size(live, now_ms) / unit_ms)
 
     def count_rate(self, now_ms: int) -> float:
         """Java's ``Rate(new WindowedCount())``: events per second."""
         live = self._live(now_ms)
-        return sum(s.count for s in live) / (self._window_size(live, now_ms) / 1000.0)
+        return sum(s[1] for s in live) / (self._window_size(live, now_ms) / 1000.0)
 
     def _window_size(self, live: List[_Sample], now_ms: int) -> int:
         """Java's ``Rate.windowSize``: the time the live samples span, at least ``samples - 1``
         whole windows, at least 1 ms."""
         window = self._config.window_ms
-        elapsed = now_ms - min(s.start_ms for s in live) if live else 0
+        elapsed = now_ms - min(s[0] for s in live) if live else 0
         full_windows = elapsed // window
         missing = self._config.samples - 1 - full_windows
         if missing > 0:
