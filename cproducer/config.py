@@ -104,6 +104,13 @@ def _choice(*allowed: str) -> Callable[[str, Any], str]:
     return check
 
 
+def _recording_level(name: str, value: Any) -> str:
+    """metrics.recording.level: Java's INFO, DEBUG or TRACE (any case), normalized to upper."""
+    if isinstance(value, str) and value.strip().upper() in ("INFO", "DEBUG", "TRACE"):
+        return value.strip().upper()
+    raise ConfigError(f"{name}: expected one of INFO, DEBUG, TRACE, got {value!r}")
+
+
 def _acks(name: str, value: Any) -> int:
     """acks: "all"/-1, 0 or 1; normalized to the wire value (-1, 0, 1)."""
     if isinstance(value, str):
@@ -551,6 +558,24 @@ _DEFS: Tuple[ConfigDef, ...] = (
     ),
     ConfigDef("connections.max.idle.ms", 540000, _int(0, _INT64_MAX), "idle close"),
     ConfigDef(
+        "metrics.num.samples",
+        2,
+        _int(1, _INT32_MAX),
+        "samples kept to compute the windowed metrics (rates, averages, maxima) of metrics()",
+    ),
+    ConfigDef(
+        "metrics.sample.window.ms",
+        30000,
+        _int(1, _INT64_MAX),
+        "how long one metrics sample takes values; metrics() looks back num.samples of them",
+    ),
+    ConfigDef(
+        "metrics.recording.level",
+        "INFO",
+        _recording_level,
+        "INFO, DEBUG or TRACE: DEBUG and TRACE also record the I/O thread's time metrics",
+    ),
+    ConfigDef(
         "security.protocol",
         "plaintext",
         _choice("plaintext", "ssl", "sasl_plaintext", "sasl_ssl"),
@@ -645,10 +670,6 @@ _PROXY = (
     "SOCKS5 proxies are not supported: the producer connects to the bootstrap servers and to "
     "every broker they advertise directly; run it where those addresses are reachable"
 )
-_SAMPLES = (
-    "cproducer's metrics() reports totals and averages since the producer started, not samples "
-    "over windows: remove {name} (for a rate, compare two metrics() readings)"
-)
 
 #: kafka-python options cproducer does not take, each with what to do instead (a ConfigError).
 REFUSED: Dict[str, str] = {
@@ -661,8 +682,6 @@ REFUSED: Dict[str, str] = {
         "metric reporters are not supported: read producer.metrics() instead (e.g. on a "
         "schedule in a thread of yours) and hand the values to your reporting system"
     ),
-    "metrics_num_samples": _SAMPLES.format(name="metrics_num_samples"),
-    "metrics_sample_window_ms": _SAMPLES.format(name="metrics_sample_window_ms"),
     "sasl_kerberos_name": _GSSAPI,
     "sasl_kerberos_service_name": _GSSAPI,
     "sasl_kerberos_domain_name": _GSSAPI,

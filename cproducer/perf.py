@@ -226,14 +226,34 @@ def run(args: argparse.Namespace) -> Dict[str, float]:
             producer.flush()
             summary = stats.print_total()
             if args.print_metrics:
-                for name, value in sorted(producer.metrics().items()):
-                    print(f"{name:<60} : {value}")
+                _print_metrics(producer.metrics(), producer.client_id)
         finally:
             producer.close()
         return summary
     finally:
         if broker is not None:
             broker.stop()
+
+
+def _print_metrics(groups: Dict[str, Dict[str, float]], client_id: str) -> None:
+    """Java's ``--print-metrics`` table: ``group:name:{tags}`` padded, then the value with three
+    decimals. metrics() names a node's or a topic's group ``<group>.<node or topic>``: that
+    part goes back into the tags, where Java keeps it."""
+    rows = []
+    for group, metrics in groups.items():
+        base, _, tag = group.partition(".")
+        if base == "kafka-metrics-count":
+            tags = "{}"
+        elif tag:
+            key = "node-id" if base.endswith("node-metrics") else "topic"
+            tags = f"{{client-id={client_id}, {key}={tag}}}"
+        else:
+            tags = f"{{client-id={client_id}}}"
+        for name, value in metrics.items():
+            rows.append((f"{base}:{name}:{tags}", value))
+    width = max((len(label) for label, _ in rows), default=0)
+    for label, value in sorted(rows):
+        print(f"{label:<{width}} : {value:.3f}")
 
 
 def _ensure_topic(bootstrap: str, topic: str, partitions: int) -> None:

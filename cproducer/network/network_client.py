@@ -52,6 +52,7 @@ from cproducer.network.host_resolver import (
     default_host_resolver,
     takes_address,
 )
+from cproducer.network.network_metrics import NetworkMetrics
 from cproducer.protocol import (
     ApiVersionsRequest,
     MetadataRequest,
@@ -64,6 +65,7 @@ from cproducer.protocol import (
 from cproducer.protocol.broker_versions import cap, caps_for
 from cproducer.security.sasl_authenticator import SaslRawToken
 from cproducer.utils.backoff import ExponentialBackoff
+from cproducer.utils.sampled_stat import MetricConfig
 from cproducer.utils.time import SYSTEM_CLOCK, Clock
 
 log = logging.getLogger("cproducer.network.network_client")
@@ -150,6 +152,7 @@ class ClientRequest:
     expect_response: bool = True
     correlation_id: int = -1
     internal: bool = False
+    size_bytes: int = 0  # the encoded frame's length, size prefix included (metrics)
 
 
 @dataclass(eq=False)
@@ -225,6 +228,7 @@ class NetworkClient:
         metadata_recovery_rebootstrap_trigger_ms: int = 300000,
         api_version: Optional[Tuple[int, ...]] = None,
         selector: Optional[Callable[[], selectors.BaseSelector]] = None,
+        metrics: Optional[NetworkMetrics] = None,
     ) -> None:
         """``random``: a zero-argument function returning a float in [0, 1) (the backoffs'
         jitter, the least-loaded node's starting point); default: a generator of its own.
@@ -232,7 +236,9 @@ class NetworkClient:
         ``api_version``: a Kafka release, e.g. ``(2, 5)``: every connection speaks no newer
         version of an API than that release does (kafka-python's ``api_version``); None: the
         broker's and the client's versions alone decide. ``selector``: the
-        ``selectors.BaseSelector`` class to poll with (kafka-python's ``selector``)."""
+        ``selectors.BaseSelector`` class to poll with (kafka-python's ``selector``).
+        ``metrics``: where the connections' traffic is counted (default: a NetworkMetrics of
+        its own)."""
         self.client_id = client_id
         self.reconnect_backoff_ms = reconnect_backoff_ms
         self.request_timeout_ms = request_timeout_ms
@@ -289,6 +295,7 @@ class NetworkClient:
         self._wakeup_requested = False
         self._closed = False
         self.metadata_updater = DefaultMetadataUpdater(self, metadata) if metadata else None
+        self.metrics = metrics if metrics is not None else NetworkMetrics(MetricConfig())
 
     # ------------------------------------------------------------------ connection state
     def _next_correlation_id(self) -> int:
@@ -347,6 +354,7 @@ class NetworkClient:
         return False
 
     def _initiate_connect(self, node: Any, now_ms: int) -> None:
+        self.metrics.register_node(node.id)
         b = self._node_backoff.setdefault(node.id, _NodeBackoff())
         b.last_attempt_ms = now_ms
         addresses = self._addresses.get(node.id)
@@ -395,6 +403,7 @@ class NetworkClient:
         b.failures += 1
 
     def _connected(self, conn: _Connection, now_ms: int) -> None:
+        self.metrics.connection_created(now_ms)
         conn.state = CHECKING_API_VERSIONS
         self._send_api_versions(conn, now_ms)
 
@@ -438,6 +447,7 @@ class NetworkClient:
                 request.request, request.api_version, request.correlation_id, self.client_id
             )
         views = [memoryview(p).cast("B") for p in parts]
+        request.size_bytes = sum(v.nbytes for v in views)
         conn.send_queue.append((views, request))
         if request.expect_response:
             conn.in_flight.append(request)
@@ -488,6 +498,7 @@ class NetworkClient:
             if views:
                 break  # the socket is full: wait for writability
             conn.send_queue.popleft()
+            self.metrics.request_sent(conn.node_id, request.size_bytes, now_ms)
             if not request.expect_response:
                 conn.unanswered.append(request.correlation_id)
                 if len(conn.unanswered) > 1024:
@@ -524,6 +535,9 @@ class NetworkClient:
         if self._wakeup_requested:
             timeout = 0
         self._wakeup_requested = False
+        io_time = self.metrics.record_io_time
+        if io_time:
+            select_start_ns = self.clock.nanoseconds()
         try:
             events = self._selector.select(timeout / 1000.0)
         except (OSError, ValueError) as exc:
@@ -531,6 +545,8 @@ class NetworkClient:
             events = []
         finally:
             self._selecting = False
+        if io_time:
+            io_start_ns = self.clock.nanoseconds()
         now_ms = self.time_ms()
         for key, mask in events:
             conn = key.data
@@ -556,6 +572,10 @@ class NetworkClient:
         self._handle_timeouts(now_ms)
         if self.metadata_updater is not None:
             self.metadata_updater.maybe_rebootstrap_after_trigger(now_ms)
+        if io_time:
+            self.metrics.poll_time(
+                io_start_ns - select_start_ns, self.clock.nanoseconds() - io_start_ns, now_ms
+            )
         completed, self._completed = self._completed, []
         for resp in completed:
             self._complete(resp)
@@ -678,6 +698,7 @@ class NetworkClient:
         del buf[:pos]
 
     def _handle_frame(self, conn: _Connection, frame: memoryview, now_ms: int) -> bool:
+        self.metrics.response_received(conn.node_id, len(frame) + 4, now_ms)
         if conn.unanswered and len(frame) >= 4:
             cid = _SIZE.unpack_from(frame, 0)[0]  # every response header starts with it
             if cid in conn.unanswered and (
@@ -705,6 +726,9 @@ class NetworkClient:
             self._disconnect(conn, now_ms, f"bad response from node {conn.node_id}: {exc}", exc)
             return False
         conn.in_flight.popleft()
+        throttle_ms = getattr(response, "throttle_time_ms", None)
+        if throttle_ms is not None:
+            self.metrics.throttle_time(conn.node_id, throttle_ms, now_ms)
         if req.internal:
             if isinstance(req.request, ApiVersionsRequest):
                 return self._handle_api_versions(conn, response, now_ms)
@@ -824,6 +848,7 @@ class NetworkClient:
             level = logging.WARNING
         log.log(level, "disconnecting from node %s: %s", conn.node_id, reason)
         del self._conns[conn.node_id]
+        self.metrics.connection_closed(now_ms)
         try:
             self._selector.unregister(conn.sock)
         except (KeyError, ValueError):
@@ -909,7 +934,13 @@ class NetworkClient:
         if node_id is not None:
             conn = self._conns.get(node_id)
             return 0 if conn is None else len(conn.in_flight)
-        return sum(len(c.in_flight) for c in self._conns.values())
+        # (a copy: metrics() asks from another thread while the I/O thread connects)
+        return sum(len(c.in_flight) for c in list(self._conns.values()))
+
+    @property
+    def connection_count(self) -> int:
+        """Connections open or being opened (Java's Selector channels: connection-count)."""
+        return len(self._conns)
 
     def disconnect(self, node_id: int) -> None:
         conn = self._conns.get(node_id)

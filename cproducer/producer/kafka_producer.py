@@ -28,6 +28,7 @@ from cproducer.network.host_resolver import (
 )
 from cproducer.network.host_resolver import bootstrap_addresses as resolve_bootstrap
 from cproducer.network.network_client import NetworkClient, default_socket_factory
+from cproducer.network.network_metrics import NetworkMetrics
 from cproducer.network.tls import ssl_context_from_config, tls_socket_factory
 from cproducer.producer.batch_future import BatchFuture
 from cproducer.producer.columns import to_column
@@ -37,6 +38,7 @@ from cproducer.producer.internals.buffer_pool import BufferPool
 from cproducer.producer.internals.producer_metadata import ProducerMetadata
 from cproducer.producer.internals.record_accumulator import RecordAccumulator
 from cproducer.producer.internals.sender import Sender
+from cproducer.producer.internals.sender_metrics import SenderMetrics, collect_metrics
 from cproducer.producer.internals.transaction_manager import (
     IN_TRANSACTION,
     ConsumerGroupMetadata,
@@ -61,6 +63,7 @@ from cproducer.security.password import reveal
 from cproducer.security.sasl_authenticator import SaslClientAuthenticator
 from cproducer.utils.memory_budget import release_free_memory
 from cproducer.utils.murmur2 import partition_for_key
+from cproducer.utils.sampled_stat import MetricConfig
 from cproducer.utils.time import SYSTEM_CLOCK, as_clock
 
 log = logging.getLogger("cproducer.producer.kafka_producer")
@@ -188,6 +191,9 @@ class KafkaProducer:
         # with it (so it does not linger) and the built-in partitioner moves on after each record
         batch_size = cfg["batch.size"] or 1
         max_batch_records = 1 if cfg["batch.size"] == 0 else cfg.hooks.get("batch_max_records", 0)
+        metric_config = MetricConfig.from_config(cfg)
+        self._network_metrics = NetworkMetrics(metric_config)
+        self._sender_metrics = SenderMetrics(metric_config, self._pool)
         self._transaction_manager = (
             TransactionManager(
                 cfg["transactional.id"], cfg["transaction.timeout.ms"], cfg["retry.backoff.ms"]
@@ -276,6 +282,7 @@ class KafkaProducer:
             metadata_recovery_rebootstrap_trigger_ms=cfg[
                 "metadata.recovery.rebootstrap.trigger.ms"
             ],
+            metrics=self._network_metrics,
             **client_kwargs,
         )
         acks = cfg["acks"]
@@ -294,6 +301,7 @@ class KafkaProducer:
             client_id=self.client_id,
             clock=clock,
             batch_time_ms=self._batch_time_ms,
+            metrics=self._sender_metrics,
         )
         # a send about to wait for memory wakes the Sender: sending is what frees it
         self._accumulator.memory_wait_hook = self._sender.wakeup
@@ -875,31 +883,20 @@ class KafkaProducer:
         _version, cluster, _count = self._wait_on_metadata(topic, None, self._batch_time_ms())
         return {p.partition for p in cluster.partitions_for_topic(topic)}
 
-    def metrics(self) -> Dict[str, Any]:
-        m = self._sender.metrics
-        batches = max(m.batches_sent, 1)
-        requests = max(m.requests_sent, 1)
-        out: Dict[str, Any] = {
-            "record-send-total": m.records_sent,
-            "record-error-total": m.record_errors,
-            "record-retry-total": m.record_retries,
-            "batch-size-avg": m.batch_bytes_total / batches,
-            "records-per-request-avg": m.records_sent / requests,
-            "request-total": m.requests_sent,
-            "request-latency-avg": m.request_latency_total_ms / max(m.responses, 1),
-            "request-latency-max": m.request_latency_max_ms,
-            "outgoing-byte-total": m.bytes_sent,
-            "buffer-total-bytes": self._total_memory,
-            "buffer-available-bytes": self._pool.available_memory,
-            "bufferpool-wait-queue": self._pool.queued,
-            "producer-id-resets": (
-                self._transaction_manager.resets if self._transaction_manager else 0
-            ),
-        }
-        for node_id, total in m.outgoing_bytes_by_node.items():
-            out[f"node-{node_id}.outgoing-byte-total"] = total
-            out[f"node-{node_id}.request-total"] = m.requests_by_node.get(node_id, 0)
-        return out
+    def metrics(self) -> Dict[str, Dict[str, float]]:
+        """The producer's metrics as kafka-python 3.0 returns them, ``{group: {name: value}}``,
+        with Java's names and meanings: ``producer-metrics``, ``producer-node-metrics.node-<id>``
+        per broker connected to, ``producer-topic-metrics.<topic>`` per topic sent to and
+        ``kafka-metrics-count``. Rates and averages are over ``metrics.num.samples`` windows of
+        ``metrics.sample.window.ms``; every value is a float (NaN: an average or maximum with
+        nothing in its windows). Thread-safe; works after close() too."""
+        return collect_metrics(
+            self._sender_metrics,
+            self._network_metrics,
+            client=self._client,
+            metadata=self._metadata,
+            now_ms=self._clock.monotonic_ms(),
+        )
 
     def _no_metrics(self) -> Dict[str, Any]:
         """metrics() with ``metrics_enabled=False``: nothing is reported."""

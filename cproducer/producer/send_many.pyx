@@ -225,6 +225,8 @@ def append_columns(RecordAccumulator acc, str topic, Column values, Column keys,
                                                vp if has_value else NULL,
                                                vlen if has_value else -1, hdr)
             pos += 1
+            if batch.builder._pos - before > batch.max_record_size:
+                batch.max_record_size = batch.builder._pos - before  # record-size-max
             if info is not None:
                 # the sticky partition may switch: the next record then starts a new segment
                 bp.update_partition_info(info, batch.builder._pos - before, cluster,

@@ -137,6 +137,8 @@ def _accepted(certs: Dict[str, str]) -> Dict[str, Accepted]:
         "api_version": Accepted((2, 0, 0), lambda p: p._client.api_version_caps),
         "bootstrap_timeout_ms": Accepted(300, _raises),
         "metrics_enabled": Accepted(False, lambda p: p.metrics()),
+        "metrics_num_samples": Accepted(5, lambda p: p._sender_metrics.config.samples),
+        "metrics_sample_window_ms": Accepted(1000, lambda p: p._sender_metrics.config.window_ms),
         "selector": Accepted(selectors.PollSelector, lambda p: type(p._client._selector)),
         "sasl_mechanism": Accepted("SCRAM-SHA-256", lambda p: p._sasl_login.mechanism, _SASL),
         "sasl_plain_username": Accepted("bob", lambda p: p._sasl_login.username, _SASL),

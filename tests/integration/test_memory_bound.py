@@ -95,7 +95,7 @@ after_flush_kb = rss_kb() - created_kb
 print(json.dumps({
     "accepted": accepted, "delivered": delivered, "refused": refused, "blocked_s": blocked_s,
     "traced_peak": traced_peak, "held_kb": held_kb, "after_flush_kb": after_flush_kb,
-    "pool_free_bytes": p.metrics()["buffer-available-bytes"],
+    "pool_free_bytes": p.metrics()["producer-metrics"]["buffer-available-bytes"],
 }))
 p.close()
 """

@@ -46,7 +46,13 @@ def test_perf_cli_with_embedded_broker(api: str) -> None:
     m = FINAL.search(out)
     assert m, out
     assert int(m.group(1)) == 20000
-    assert re.search(r"node-\d+\.outgoing-byte-total\s+: \d+", out)
+    # Java's --print-metrics lines: group:name:{tags} : value
+    node_bytes = r"^producer-node-metrics:outgoing-byte-total:\{client-id=[^,]+, node-id=node-\d+\}"
+    assert re.search(node_bytes + r"\s+: [1-9][\d.]+$", out, re.M), out
+    sent = re.search(
+        r"^producer-metrics:record-send-total:\{client-id=[^}]+\}\s+: ([\d.]+)$", out, re.M
+    )
+    assert sent and float(sent.group(1)) == 20000, out
 
 
 def test_throttled_run_takes_its_time(broker) -> None:

@@ -80,25 +80,30 @@ print(json.dumps(result))
 """
 
 
-def test_thousand_producers_created_and_closed_leave_nothing_behind(broker: LocalBroker) -> None:
+def test_thousand_producers_created_and_closed_leave_nothing_behind() -> None:
+    # A broker of its own: against a broker holding many topics (the session broker after the
+    # other tests) the RSS this loop leaves measured 5-8 MB instead of 1-3 MB, the same with or
+    # without the producer's metrics (nothing traced stays alive: the allocator keeps it), so
+    # the RSS check below would depend on which tests ran first.
     topic = "leak-loop"
-    broker.create_topic(topic, 2)
     total, warmup, traced = 1000, 100, 300
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            LOOP,
-            broker.bootstrap_servers,
-            topic,
-            str(total),
-            str(warmup),
-            str(traced),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    with LocalBroker() as broker:
+        broker.create_topic(topic, 2)
+        out = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                LOOP,
+                broker.bootstrap_servers,
+                topic,
+                str(total),
+                str(warmup),
+                str(traced),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
     assert out.returncode == 0, out.stderr[-3000:]
     result = json.loads(out.stdout.strip().splitlines()[-1])
     start, before, after = result["at_start"], result["before"], result["after"]

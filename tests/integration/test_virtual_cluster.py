@@ -159,7 +159,7 @@ def test_answers_later_than_request_timeout_are_retried_without_duplicates(
                 if i % 300 == 0:
                     time.sleep(0.01)
             p.flush(60)
-            retries = p.metrics()["record-retry-total"]
+            retries = p.metrics()["producer-metrics"]["record-retry-total"]
         assert vc.delayed_answers == 2
         assert retries > 0  # the late batches were sent again
         assert sorted(calls) == list(range(n))

@@ -5,11 +5,15 @@ client's ``name``, ``client_id``, ``type``, ``ts`` (monotonic µs), ``time`` (s 
 ``age`` (µs since the producer started), ``replyq`` (events waiting for poll), ``msg_cnt`` /
 ``msg_size`` (messages and value bytes waiting for their delivery report) with their limits
 ``msg_max`` / ``msg_size_max``, ``metadata_cache_cnt``, ``tx`` / ``tx_bytes`` (requests and bytes
-sent), ``rx`` (responses), ``txmsgs`` (messages sent). ``brokers`` (per broker: ``name``,
-``nodeid``, ``nodename``, ``source``, ``state``, ``tx``, ``txbytes``, ``toppars``), ``topics``
+sent), ``rx`` / ``rx_bytes`` (responses and their bytes), ``txmsgs`` (messages sent). ``brokers``
+(per broker: ``name``, ``nodeid``, ``nodename``, ``source``, ``state``, ``tx``, ``txbytes``,
+``rx``, ``rxbytes``, ``toppars``), ``topics``
 (per topic: ``topic``, ``metadata_age``, ``partitions`` with ``partition``, ``broker``,
 ``leader``) and, with idempotence, ``eos`` (``producer_id``, ``producer_epoch``). Fields
 librdkafka has and cproducer does not measure are left out rather than reported as zero.
+
+The counts come from the producer's ``metrics()`` (its ``-total`` metrics, producer-wide and per
+node), so both views always agree.
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ from __future__ import annotations
 import json
 import time
 from typing import TYPE_CHECKING, Any, Dict
+
+from cproducer.producer.internals.sender_metrics import NODE_GROUP, PRODUCER_GROUP
 
 if TYPE_CHECKING:
     from cproducer.compat.confluent.config import FacadeConfig
@@ -48,7 +54,7 @@ class Statistics:
         kp = p._kp
         reports = p._reports
         metrics = kp.metrics()
-        sender_metrics = kp._sender.metrics
+        totals = metrics[PRODUCER_GROUP]
         cluster = kp._metadata.fetch()
         now = time.monotonic()
         connected = set(kp._client._conns)
@@ -69,8 +75,7 @@ class Statistics:
                 "nodename": f"{node.host}:{node.port}",
                 "source": "configured" if (node.host, node.port) in bootstrap else "learned",
                 "state": "UP" if node.id in connected else "DOWN",
-                "tx": metrics.get(f"node-{node.id}.request-total", 0),
-                "txbytes": metrics.get(f"node-{node.id}.outgoing-byte-total", 0),
+                **_traffic(metrics.get(f"{NODE_GROUP}.node-{node.id}", {}), "txbytes", "rxbytes"),
                 "toppars": toppars,
             }
         last_refresh = kp._metadata._last_refresh_ms  # the producer's monotonic ms
@@ -105,13 +110,21 @@ class Statistics:
             "metadata_cache_cnt": len(cluster.topics),
             "brokers": brokers,
             "topics": topics,
-            "tx": metrics["request-total"],
-            "tx_bytes": metrics["outgoing-byte-total"],
-            "rx": sender_metrics.responses,
-            "txmsgs": metrics["record-send-total"],
+            **_traffic(totals, "tx_bytes", "rx_bytes"),
+            "txmsgs": int(totals["record-send-total"]),
         }
         tm = kp._transaction_manager
         if tm is not None and tm.has_producer_id():
             producer_id, epoch = tm.producer_id_and_epoch
             out["eos"] = {"producer_id": producer_id, "producer_epoch": epoch}
         return out
+
+
+def _traffic(group: Dict[str, float], tx_bytes: str, rx_bytes: str) -> Dict[str, int]:
+    """librdkafka's request and byte counts from a metrics group (0: no traffic yet)."""
+    return {
+        "tx": int(group.get("request-total", 0)),
+        tx_bytes: int(group.get("outgoing-byte-total", 0)),
+        "rx": int(group.get("response-total", 0)),
+        rx_bytes: int(group.get("incoming-byte-total", 0)),
+    }

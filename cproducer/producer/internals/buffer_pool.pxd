@@ -29,6 +29,9 @@ cdef class BufferPool(MemoryBudget):
     cdef list _waiters     # _Waiter, oldest first (Java's Deque<Condition>)
     cdef void* _mutex      # a cp_mutex (pthread / SRWLOCK), see native_mutex.h
     cdef bint _closed
+    # for metrics(): the time allocations spent waiting for memory, and how many gave up
+    cdef long long _wait_time_ns
+    cdef long long _exhausted
 
     cdef void _lock(self) noexcept
     cdef void _unlock(self) noexcept

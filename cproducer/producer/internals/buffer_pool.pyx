@@ -1,6 +1,7 @@
 # cython: freethreading_compatible=True
 # Free-threaded Python: every shared field is read and written under the pool's native mutex (the
-# observables unallocated_memory, queued and free_buffers read one word without it).
+# observables unallocated_memory, queued, free_buffers and the wait counters read one word
+# without it).
 """BufferPool: Java's ``producer.internals.BufferPool``.
 
 A pool of ``buffer.memory`` bytes. Buffers of exactly ``poolable_size`` (``batch.size``) are kept
@@ -274,6 +275,11 @@ cdef class BufferPool(MemoryBudget):
                                 accumulated += got
                     completed = outcome == _OK
                 finally:
+                    # Java's bufferpool-wait-time (counted here, with the mutex held, and only
+                    # on this slow path: metrics() turns it into a ratio)
+                    self._wait_time_ns += <long long>((_monotonic() - start) * 1e9)
+                    if outcome == _EXHAUSTED:
+                        self._exhausted += 1
                     if not completed:
                         # timed out, closed, or interrupted: give back what we gathered
                         self._non_pooled_available += accumulated
@@ -433,6 +439,16 @@ cdef class BufferPool(MemoryBudget):
     @property
     def closed(self):
         return self._closed
+
+    @property
+    def wait_time_ns_total(self):
+        """The time allocations spent blocked waiting for memory, in ns (all of them, summed)."""
+        return self._wait_time_ns
+
+    @property
+    def exhausted_total(self):
+        """The number of allocations that gave up waiting (``BufferExhaustedError``)."""
+        return self._exhausted
 
     def __repr__(self):
         return (

@@ -96,6 +96,11 @@ class ProducerMetadata:
     def topics(self) -> List[str]:
         return list(self._topics)
 
+    @property
+    def last_successful_update_ms(self) -> int:
+        """When the last update succeeded (monotonic ms; 0: none yet). metrics' metadata-age."""
+        return self._last_successful_refresh_ms
+
     # ------------------------------------------------------------------ bootstrap / topics
     def bootstrap(
         self,

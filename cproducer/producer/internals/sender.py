@@ -28,6 +28,7 @@ from cproducer.producer.internals.sender_interfaces import (
     Metadata,
     Transactions,
 )
+from cproducer.producer.internals.sender_metrics import SenderMetrics
 from cproducer.producer.internals.transaction_manager import ABORTABLE_ERROR, ABORTING_TRANSACTION
 from cproducer.producer.internals.txn_request_handlers import TxnRequestHandler
 from cproducer.protocol import ProduceRequest
@@ -37,25 +38,6 @@ log = logging.getLogger("cproducer.producer.internals.sender")
 
 # a Produce answer with one of these may name the partition's new leader (KIP-951)
 _LEADER_MOVED = (errors.NotLeaderOrFollowerError, errors.FencedLeaderEpochError)
-
-
-class SenderMetrics:
-    """Counters the producer's ``metrics()`` reports (Java's SenderMetricsRegistry, a subset)."""
-
-    def __init__(self) -> None:
-        self.records_sent = 0
-        self.batches_sent = 0
-        self.requests_sent = 0
-        self.bytes_sent = 0
-        self.record_errors = 0
-        self.record_retries = 0
-        self.outgoing_bytes_by_node: Dict[int, int] = {}
-        self.requests_by_node: Dict[int, int] = {}
-        self.batch_bytes_total = 0
-        self.request_latency_total_ms = 0
-        self.request_latency_max_ms = 0
-        self.responses = 0
-        self.leader_hints_applied = 0  # partitions moved to a leader a Produce answer named
 
 
 class Sender:
@@ -75,6 +57,7 @@ class Sender:
         client_id: str = "",
         clock: Clock = SYSTEM_CLOCK,
         batch_time_ms: Optional[Callable[[], int]] = None,
+        metrics: Optional[SenderMetrics] = None,
     ) -> None:
         self.client = client
         self.metadata = metadata
@@ -89,7 +72,9 @@ class Sender:
         self.clock = clock
         self._now = clock.monotonic_ms
         self._batch_now = batch_time_ms if batch_time_ms is not None else clock.milliseconds
-        self.metrics = SenderMetrics()
+        self.metrics = metrics if metrics is not None else SenderMetrics()
+        # partitions moved to a leader a Produce answer named (KIP-951), for tests
+        self.leader_hints_applied = 0
         # Java's inFlightBatches: batches drained and sent, by partition (for delivery timeouts)
         self.in_flight_batches: Dict[TopicPartition, List[Any]] = {}
         # one transactional request (or an idempotent producer's InitProducerId) at a time
@@ -169,6 +154,7 @@ class Sender:
         if tm is not None and tm.fatal_error is not None:
             self.accumulator.abort_undrained_batches(tm.fatal_error)
         now = self._now()
+        self.metrics.sample_pool(now)
         if tm is not None and tm.needs_producer_id():
             self._maybe_init_producer_id(tm, now)
         txn = self._txn
@@ -357,14 +343,9 @@ class Sender:
     def _send_produce_request(self, node_id: int, batches: List[Any], now: int) -> None:
         topic_data: Dict[str, List[Any]] = {}
         by_tp: Dict[TopicPartition, Any] = {}
-        size = 0
-        records = 0
         for batch in batches:
             tp = batch.topic_partition
-            buf = batch.buffer()
-            size += len(buf)
-            records += batch.record_count
-            topic_data.setdefault(tp.topic, []).append((tp.partition, buf))
+            topic_data.setdefault(tp.topic, []).append((tp.partition, batch.buffer()))
             by_tp[tp] = batch
         request = ProduceRequest(
             acks=self.acks,
@@ -373,14 +354,7 @@ class Sender:
             transactional_id=self._transactional_id,
         )
         version = self.client.api_version_for(node_id, ProduceRequest)
-        m = self.metrics
-        m.requests_sent += 1
-        m.batches_sent += len(batches)
-        m.records_sent += records
-        m.bytes_sent += size
-        m.batch_bytes_total += size
-        m.outgoing_bytes_by_node[node_id] = m.outgoing_bytes_by_node.get(node_id, 0) + size
-        m.requests_by_node[node_id] = m.requests_by_node.get(node_id, 0) + 1
+        self.metrics.update_produce_request_metrics(batches, now)
 
         def on_response(response: Any) -> None:
             self._handle_produce_response(response, by_tp, now)
@@ -392,11 +366,6 @@ class Sender:
     ) -> None:
         now = self._now()
         batch_now = self._batch_now()
-        m = self.metrics
-        m.responses += 1
-        latency = now - sent_ms
-        m.request_latency_total_ms += latency
-        m.request_latency_max_ms = max(m.request_latency_max_ms, latency)
         if response.disconnected or response.timed_out or response.error is not None:
             why = "timed out" if response.timed_out else "disconnected"
             exc = response.error or errors.NetworkError(
@@ -413,6 +382,9 @@ class Sender:
             for batch in batches.values():
                 self._complete_batch(batch, -1, -1)
             return
+        # Java's: the latency and throttle time of the Produce requests that were answered
+        self.metrics.record_latency(response.destination, now - sent_ms, now)
+        self.metrics.record_produce_throttle(body.throttle_time_ms, now)
         new_leaders: Dict[TopicPartition, Any] = {}
         for tp, batch in batches.items():
             part = body.responses.get((tp.topic, tp.partition))
@@ -438,7 +410,7 @@ class Sender:
             # back go there at once (their partitions' leader epochs rose), without waiting for
             # the metadata update that was requested too, as Java does
             moved = self.metadata.update_partition_leadership(new_leaders, body.node_endpoints)
-            self.metrics.leader_hints_applied += len(moved)
+            self.leader_hints_applied += len(moved)
 
     def _complete_batch_with_error(
         self,
@@ -462,13 +434,14 @@ class Sender:
             if tm is not None:
                 tm.handle_failed_batch(batch, err, adjust_sequences=False)
             self.accumulator.split_and_reenqueue(batch)
+            self.metrics.record_batch_split(self._now())
             self.accumulator.deallocate(batch)
             if self.guarantee_message_order:
                 self.accumulator.unmute_partition(tp)
             return
         if self._can_retry(batch, err, log_start_offset, batch_now):
             log.debug("retrying a batch for %s (attempt %d): %s", tp, batch.attempts + 1, err)
-            self.metrics.record_retries += batch.record_count
+            self.metrics.record_retries(tp.topic, batch.record_count, self._now())
             self._remove_in_flight(batch)
             self.accumulator.reenqueue(batch, batch_now)
             if self.guarantee_message_order:
@@ -516,7 +489,7 @@ class Sender:
         self._remove_in_flight(batch)
         if self.transaction_manager is not None:
             self.transaction_manager.handle_failed_batch(batch, exc, adjust_sequences)
-        self.metrics.record_errors += batch.record_count
+        self.metrics.record_errors(batch.topic_partition.topic, batch.record_count, self._now())
         if batch.complete_exceptionally(exc, None):
             self.accumulator.deallocate(batch)
         if self.guarantee_message_order:
