@@ -14,8 +14,9 @@ Workloads:
 - ``e2e``: ``send`` + ``flush`` with the Sender running: append, drain, requests, completion.
 
 ``--value-size`` sets the value's bytes (100 by default), ``--codec`` the compression of the
-``send``/``e2e`` producer. ``--inner`` runs one measurement in this process (what callgrind
-runs).
+``send``/``e2e`` producer, ``--batch-size`` its ``batch.size`` (``send`` with 16384: a queue of
+full batches makes every send wake the Sender). ``--inner`` runs one measurement in this process
+(what callgrind runs).
 
     python benchmarks/callgrind_per_record.py [--workloads batch,send] [-n 20000]
 """
@@ -94,12 +95,14 @@ def _hold_sender(producer: Any) -> None:
         raise RuntimeError("the sender did not stop")
 
 
-def run_send(n: int, value_size: int, bootstrap: str, codec: str, drain: bool) -> None:
+def run_send(
+    n: int, value_size: int, bootstrap: str, codec: str, drain: bool, batch_size: int = 0
+) -> None:
     keys = [f"key-{i:06d}".encode() for i in range(1000)]
     value = b"v" * value_size
     # held: one batch takes every record (a queue of several full batches would make each send
     # wake the Sender, as Java's does); draining: the default batch.size
-    producer = _producer(bootstrap, codec, 16384 if drain else 64 << 20)
+    producer = _producer(bootstrap, codec, batch_size or (16384 if drain else 64 << 20))
     for i in range(200):  # warm-up: connection, metadata, the fast path
         producer.send("cg", value, keys[i % 1000], callback=_callback)
     producer.flush()
@@ -147,6 +150,8 @@ def _instructions(args: argparse.Namespace, workload: str, n: int, bootstrap: st
             str(args.value_size),
             "--codec",
             args.codec,
+            "--batch-size",
+            str(args.batch_size),
             "--bootstrap",
             bootstrap,
         ]
@@ -169,6 +174,7 @@ def main(argv: Any = None) -> int:
     ap.add_argument("-n", type=int, default=20000)
     ap.add_argument("--value-size", type=int, default=100)
     ap.add_argument("--codec", default="none")
+    ap.add_argument("--batch-size", type=int, default=0, help="batch.size of send/e2e")
     ap.add_argument("--bootstrap", default="")
     ap.add_argument("--inner", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -177,8 +183,12 @@ def main(argv: Any = None) -> int:
         runs: Dict[str, Callable[[], None]] = {
             "batch": lambda: run_batch(args.n, args.value_size, True),
             "batch-nocb": lambda: run_batch(args.n, args.value_size, False),
-            "send": lambda: run_send(args.n, args.value_size, args.bootstrap, args.codec, False),
-            "e2e": lambda: run_send(args.n, args.value_size, args.bootstrap, args.codec, True),
+            "send": lambda: run_send(
+                args.n, args.value_size, args.bootstrap, args.codec, False, args.batch_size
+            ),
+            "e2e": lambda: run_send(
+                args.n, args.value_size, args.bootstrap, args.codec, True, args.batch_size
+            ),
         }
         runs[args.inner]()
         return 0
