@@ -72,15 +72,7 @@ cdef RecordMetadataMaker new_record_metadata_maker(str topic, int partition,
                                                    long long log_append_time)
 
 
-cdef inline FutureRecordMetadata new_future(object batch, ProduceRequestResult result, int rel,
-                                            long long create_ts, int key_size, int value_size,
-                                            int header_size):
-    cdef FutureRecordMetadata f = FutureRecordMetadata.__new__(FutureRecordMetadata)
-    f._batch = batch
-    f._result = result
-    f._rel = rel
-    f._create_ts = create_ts
-    f._key_size = key_size
-    f._value_size = value_size
-    f._header_size = header_size
-    return f
+# A record's future (made in this module: its type's tp_new called directly, no type call)
+cdef FutureRecordMetadata new_future(object batch, ProduceRequestResult result, int rel,
+                                     long long create_ts, int key_size, int value_size,
+                                     int header_size)

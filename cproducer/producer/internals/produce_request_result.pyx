@@ -459,3 +459,17 @@ cdef class FutureRecordMetadata:
         if self.is_done:
             state = "failed" if self._error() is not None else "succeeded"
         return f"<FutureRecordMetadata {self._result.topic_partition} {state}>"
+
+
+cdef FutureRecordMetadata new_future(object batch, ProduceRequestResult result, int rel,
+                                     long long create_ts, int key_size, int value_size,
+                                     int header_size):
+    cdef FutureRecordMetadata f = FutureRecordMetadata.__new__(FutureRecordMetadata)
+    f._batch = batch
+    f._result = result
+    f._rel = rel
+    f._create_ts = create_ts
+    f._key_size = key_size
+    f._value_size = value_size
+    f._header_size = header_size
+    return f
