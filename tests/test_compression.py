@@ -176,7 +176,7 @@ def test_codec_names_are_case_insensitive_and_errors_list_the_names() -> None:
 
 
 def test_the_lz4_block_function_is_reached_for_the_builders_c_path() -> None:
-    address, state_size = c.lz4_block_compress_address()
-    assert address != 0 and state_size > 0
+    address, fast_reset_address, state_size = c.lz4_block_compress_address()
+    assert address != 0 and fast_reset_address != 0 and state_size > 0
     header = c.lz4_frame_header()
     assert header[:4] == b"\x04\x22\x4d\x18" and header[4:6] == b"\x60\x40" and len(header) == 7

@@ -193,20 +193,27 @@ def lz4_frame_header() -> bytes:
     return empty[: len(empty) - len(LZ4_END_MARK)]
 
 
-def lz4_block_compress_address() -> Tuple[int, int]:
-    """The address of the lz4 library's ``LZ4_compress_fast_extState`` and the size of its
-    state, as ``(address, state_size)``, from the lz4 package's own extension (already loaded);
-    (0, 0) where its symbols cannot be reached (the builder then uses ``stream_compressor``)."""
+def lz4_block_compress_address() -> Tuple[int, int, int]:
+    """The addresses of the lz4 library's ``LZ4_compress_fast_extState`` and of its
+    ``_fastReset`` variant (0 when absent: it is in lz4's static-linking API) and the size of
+    their state, as ``(address, fast_reset_address, state_size)``, from the lz4 package's own
+    extension (already loaded); (0, 0, 0) where its symbols cannot be reached (the builder then
+    uses ``stream_compressor``)."""
     try:
         import lz4.block
 
         lib = ctypes.CDLL(lz4.block._block.__file__)
         sizeof_state = lib.LZ4_sizeofState
         sizeof_state.restype = ctypes.c_int
-        fn = lib.LZ4_compress_fast_extState
-        return ctypes.cast(fn, ctypes.c_void_p).value or 0, int(sizeof_state())
+        address = ctypes.cast(lib.LZ4_compress_fast_extState, ctypes.c_void_p).value or 0
+        try:
+            fast = lib.LZ4_compress_fast_extState_fastReset
+            fast_address = ctypes.cast(fast, ctypes.c_void_p).value or 0
+        except AttributeError:
+            fast_address = 0
+        return address, fast_address, int(sizeof_state())
     except (ImportError, OSError, AttributeError):
-        return 0, 0
+        return 0, 0, 0
 
 
 class StreamCompressor(Protocol):

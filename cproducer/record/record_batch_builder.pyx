@@ -101,30 +101,48 @@ cdef double _RATE_FACTOR = 1.05  # Java's COMPRESSION_RATE_ESTIMATION_FACTOR
 # (compression.lz4_block_compress_address), into the frame layout compression.py describes: no
 # Python call, no allocation per block, and the GIL held (a block of the stage is microseconds of
 # work; releasing the GIL for it would let the other thread take it for up to a switch interval).
+# With the GIL, one compressor state serves every builder (used only while the GIL is held), so
+# blocks after the first skip the state's reset (the _fastReset variant, when the library has it).
 # Where the function cannot be reached, or checks wrong once, the codec's StreamCompressor does it.
+
+cdef extern from *:
+    """
+    #ifdef Py_GIL_DISABLED
+    #define CP_GIL_GUARDS_GLOBALS 0
+    #else
+    #define CP_GIL_GUARDS_GLOBALS 1
+    #endif
+    """
+    bint CP_GIL_GUARDS_GLOBALS
 
 ctypedef int (*_lz4_compress_fn)(void* state, const char* src, char* dst, int src_size,
                                  int dst_capacity, int acceleration) noexcept nogil
 
 cdef _lz4_compress_fn _lz4_block = NULL
+cdef _lz4_compress_fn _lz4_block_fast = NULL  # the _fastReset variant (NULL: not in the library)
 cdef Py_ssize_t _lz4_state_size = 0
 cdef bint _lz4_looked_up = False
 cdef bytes _lz4_header = None
 cdef Py_ssize_t LZ4_BLOCK_MAX = _compression.LZ4_BLOCK_MAX
+cdef void* _lz4_kept_state = NULL  # GIL builds: the shared state (used under the GIL only)
+cdef bint _lz4_kept_ready = False  # ... initialized by a first compression
 
 
-cdef Py_ssize_t _lz4_blocks(void* state, const unsigned char* src, Py_ssize_t n,
+cdef Py_ssize_t _lz4_blocks(void* state, bint ready, const unsigned char* src, Py_ssize_t n,
                             unsigned char* dst) noexcept nogil:
     # n bytes as blocks of at most 64 KiB, each stored as is when lz4 does not make it smaller;
-    # at most n + 4 per block written; the bytes written
+    # at most n + 4 per block written; the bytes written. ``ready``: the state was initialized
+    # by an earlier compression (no reset needed)
     cdef Py_ssize_t done = 0, chunk
     cdef unsigned char* p = dst
     cdef int c
     cdef uint32_t size
+    cdef _lz4_compress_fn fn
     while done < n:
         chunk = min(n - done, LZ4_BLOCK_MAX)
-        c = _lz4_block(state, <const char*>(src + done), <char*>(p + 4), <int>chunk,
-                       <int>chunk - 1, 1)
+        fn = _lz4_block_fast if ready and _lz4_block_fast != NULL else _lz4_block
+        c = fn(state, <const char*>(src + done), <char*>(p + 4), <int>chunk, <int>chunk - 1, 1)
+        ready = True
         if c > 0:
             size = <uint32_t>c
         else:
@@ -140,39 +158,75 @@ cdef Py_ssize_t _lz4_blocks(void* state, const unsigned char* src, Py_ssize_t n,
     return p - dst
 
 
+cdef Py_ssize_t _lz4_compress_stage(const unsigned char* src, Py_ssize_t n,
+                                    unsigned char* dst) except -1:
+    # the compressor state: with the GIL the shared one (the GIL held throughout), else one for
+    # this call (a batch between blocks holds no state, only its buffers)
+    global _lz4_kept_state, _lz4_kept_ready
+    cdef void* state
+    cdef Py_ssize_t written
+    if CP_GIL_GUARDS_GLOBALS and n < _nogil_bytes:
+        if _lz4_kept_state == NULL:
+            _lz4_kept_state = PyMem_Malloc(_lz4_state_size)
+            if _lz4_kept_state == NULL:
+                raise MemoryError()
+        written = _lz4_blocks(_lz4_kept_state, _lz4_kept_ready, src, n, dst)
+        _lz4_kept_ready = True
+        return written
+    state = PyMem_Malloc(_lz4_state_size)
+    if state == NULL:
+        raise MemoryError()
+    if n >= _nogil_bytes:
+        with nogil:
+            written = _lz4_blocks(state, False, src, n, dst)
+    else:
+        written = _lz4_blocks(state, False, src, n, dst)
+    PyMem_Free(state)
+    return written
+
+
 cdef inline Py_ssize_t _lz4_blocks_bound(Py_ssize_t n) noexcept:
     return n + 4 * ((n + LZ4_BLOCK_MAX - 1) // LZ4_BLOCK_MAX)
 
 
 cdef bint _lz4_in_c() except -1:
     # the C path, looked up once (and checked against the library's own decoder)
-    global _lz4_block, _lz4_state_size, _lz4_looked_up, _lz4_header
-    cdef _lz4_compress_fn fn
+    global _lz4_block, _lz4_block_fast, _lz4_state_size, _lz4_looked_up, _lz4_header
+    cdef _lz4_compress_fn fn, fast
     cdef void* state
-    cdef bytes sample, out
-    cdef Py_ssize_t n
+    cdef bytes sample, out, again
+    cdef Py_ssize_t n, m = 0
     if _lz4_looked_up:
         return _lz4_block != NULL
     _lz4_looked_up = True
-    address, size = _compression.lz4_block_compress_address()
+    address, fast_address, size = _compression.lz4_block_compress_address()
     if not address or size <= 0:
         return False
     fn = <_lz4_compress_fn><uintptr_t>address
+    fast = <_lz4_compress_fn><uintptr_t>fast_address
     sample = b"the records of a batch, " * 100 + bytes(range(256))
     state = PyMem_Malloc(size)
     if state == NULL:
         raise MemoryError()
     out = PyBytes_FromStringAndSize(NULL, PyBytes_GET_SIZE(sample))
+    again = PyBytes_FromStringAndSize(NULL, PyBytes_GET_SIZE(sample))
     try:
         n = fn(state, PyBytes_AS_STRING(sample), PyBytes_AS_STRING(out),
                <int>PyBytes_GET_SIZE(sample), <int>PyBytes_GET_SIZE(sample) - 1, 1)
+        if fast != NULL:  # the same block again on the now initialized state
+            m = fast(state, PyBytes_AS_STRING(sample), PyBytes_AS_STRING(again),
+                     <int>PyBytes_GET_SIZE(sample), <int>PyBytes_GET_SIZE(sample) - 1, 1)
     finally:
         PyMem_Free(state)
     import lz4.block
     if n <= 0 or lz4.block.decompress(out[:n], uncompressed_size=len(sample)) != sample:
         return False
+    if fast != NULL and (m <= 0 or lz4.block.decompress(again[:m], uncompressed_size=len(sample))
+                         != sample):
+        fast = NULL
     _lz4_header = _compression.lz4_frame_header()
     _lz4_state_size = size
+    _lz4_block_fast = fast
     _lz4_block = fn
     return True
 
@@ -507,7 +561,6 @@ cdef class RecordBatchBuilder:
         cdef Py_ssize_t staged = self._pos - self._woff - RECORDS_OFFSET
         cdef Py_ssize_t n, head = 0
         cdef unsigned char* dst
-        cdef void* state
         if staged <= 0:
             return True
         if self._stream is None and not self._lz4_c:
@@ -527,18 +580,8 @@ cdef class RecordBatchBuilder:
             dst = <unsigned char*>PyByteArray_AS_STRING(self._zout) + self._zlen
             if head:
                 memcpy(dst, PyBytes_AS_STRING(_lz4_header), head)
-            # the compressor's state only while it works (lz4 resets it per block anyway): a
-            # batch between blocks holds no more than its buffers
-            state = PyMem_Malloc(_lz4_state_size)
-            if state == NULL:
-                raise MemoryError()
-            if staged >= _nogil_bytes:
-                with nogil:
-                    n = _lz4_blocks(state, self._buf + RECORDS_OFFSET, staged, dst + head)
-            else:
-                n = _lz4_blocks(state, self._buf + RECORDS_OFFSET, staged, dst + head)
-            PyMem_Free(state)
-            self._zlen += head + n
+            self._zlen += head + _lz4_compress_stage(self._buf + RECORDS_OFFSET, staged,
+                                                     dst + head)
         else:
             # a bound for what the codec makes of it (checked before it consumes the records)
             if not self._zreserve(staged + staged // 8 + 64, may_refuse):
