@@ -559,7 +559,7 @@ cdef class RecordBatchBuilder:
         # Compress the stage's records into _zout and empty the stage; False (nothing changed)
         # when may_refuse and the budget has no room for the compressed bytes now.
         cdef Py_ssize_t staged = self._pos - self._woff - RECORDS_OFFSET
-        cdef Py_ssize_t n, head = 0
+        cdef Py_ssize_t head = 0
         cdef unsigned char* dst
         if staged <= 0:
             return True
