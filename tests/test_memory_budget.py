@@ -169,3 +169,17 @@ def test_a_batch_charges_its_own_objects_and_gives_them_back_with_its_buffer() -
     batch.complete(0, -1)
     acc.deallocate(batch)
     assert pool.available_memory == 1 << 20 and pool.free_buffers == 1
+
+
+def test_a_released_builder_compresses_nothing_more() -> None:
+    """After release_memory() (the batch is done, its pooled buffer back in the pool) the stage
+    is not the batch's any more: ending appends charges nothing, close() refuses."""
+    pool = BufferPool(1 << 20, 1024)
+    b = _lz4_builder(pool)
+    _fill(b, b"v" * 100)
+    assert b.charged_memory > 0
+    b.release_memory()
+    b.close_for_record_appends()
+    assert b.charged_memory == 0 and pool.available_memory == (1 << 20) - 1024
+    with pytest.raises(RuntimeError, match="released"):
+        b.close()

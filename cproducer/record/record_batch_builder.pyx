@@ -659,6 +659,8 @@ cdef class RecordBatchBuilder:
         self._out = None
         self._zout = None
         self._stream = None
+        self._ended = True  # nothing more is compressed: the caller's buffer is not ours now
+        self._appends_closed = True
         self._to_holder()
         if self._zcharged:
             self._budget.release(self._zcharged)
@@ -852,6 +854,8 @@ cdef class RecordBatchBuilder:
         cdef Py_buffer* holder
         if self._closed:
             return
+        if self._released:
+            raise RuntimeError("the batch's memory was released (release_memory())")
         if self._codec != 0 and self._count > 0:
             if self._streams:
                 self._end_stream()
