@@ -583,8 +583,9 @@ cdef class RecordBatchBuilder:
             self._zlen += head + _lz4_compress_stage(self._buf + RECORDS_OFFSET, staged,
                                                      dst + head)
         else:
-            # a bound for what the codec makes of it (checked before it consumes the records)
-            if not self._zreserve(staged + staged // 8 + 64, may_refuse):
+            # a bound for what the codec makes of it, checked before it consumes the records
+            # (snappy's worst case is the largest: 32 + n + n / 6 per chunk)
+            if not self._zreserve(staged + staged // 5 + 64, may_refuse):
                 return False
             raw = self._mv[RECORDS_OFFSET:RECORDS_OFFSET + staged]
             try:
