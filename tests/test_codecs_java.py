@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -67,3 +68,36 @@ def test_java_refuses_linked_lz4_blocks(java_classpath: str, tmp_path) -> None:
         timeout=120,
     )
     assert proc.returncode != 0 and "linked" in proc.stderr
+
+
+@pytest.mark.parametrize(
+    "codec,level",
+    [("gzip", None), ("snappy", None), ("lz4", None), ("lz4", 12), ("zstd", None)],
+)
+def test_java_decodes_batches_compressed_as_records_came(
+    java_classpath: str, codec: str, level: Any, tmp_path
+) -> None:
+    """A batch compressed stage by stage (a 4 KiB stage: many blocks, some of random bytes,
+    which lz4 stores as they are) is one stream Java reads back whole."""
+    from cproducer.record.record_batch_builder import RECORD_BATCH_OVERHEAD, RecordBatchBuilder
+
+    cid = compression.codec_id(codec)
+    b = RecordBatchBuilder(
+        bytearray(4096), cid, 1 << 22, compression_ratio_estimate=0.01, compression_level=level
+    )
+    for i in range(2000):
+        value = os.urandom(3000) if i % 97 == 5 else b"record %06d with some payload | " % i * 5
+        assert b.try_append(i, b"k%d" % i, value) == i
+    b.close()
+    section = bytes(b.buffer())[RECORD_BATCH_OVERHEAD:]
+    expected = compression.decompress(cid, section)
+    assert len(expected) == b.uncompressed_size - RECORD_BATCH_OVERHEAD
+    src, dst = tmp_path / "in.bin", tmp_path / "out.bin"
+    src.write_bytes(section)
+    subprocess.run(
+        ["java", "-cp", java_classpath, "CodecCheck", codec, str(src), str(dst)],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    assert dst.read_bytes() == expected

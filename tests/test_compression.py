@@ -154,6 +154,7 @@ def test_missing_optional_library_names_the_codec_and_the_extra(
 
     monkeypatch.setitem(sys.modules, module, None)  # import now raises ImportError
     monkeypatch.setattr(c, "_zstd_local", threading.local())  # no cached compressor
+    monkeypatch.setattr(c, "_modules", {})  # no library imported yet
     name = c.NAMES[codec]
     message = rf"{name} compression needs the '{module}' package: pip install cproducer\[{extra}\]"
     for call in (
@@ -172,3 +173,10 @@ def test_codec_names_are_case_insensitive_and_errors_list_the_names() -> None:
     assert c.codec_id("GZIP") == 1 and c.codec_id("Zstd") == 4
     with pytest.raises(ValueError, match="none, gzip, snappy, lz4, zstd; got 'lz5'"):
         c.codec_id("lz5")
+
+
+def test_the_lz4_block_function_is_reached_for_the_builders_c_path() -> None:
+    address, fast_reset_address, state_size = c.lz4_block_compress_address()
+    assert address != 0 and fast_reset_address != 0 and state_size > 0
+    header = c.lz4_frame_header()
+    assert header[:4] == b"\x04\x22\x4d\x18" and header[4:6] == b"\x60\x40" and len(header) == 7

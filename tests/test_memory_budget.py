@@ -84,13 +84,15 @@ def _fill(b: RecordBatchBuilder, value: bytes) -> int:
     return n
 
 
-def test_records_grown_past_the_buffer_are_charged_and_closing_gives_the_charge_back() -> None:
+def test_records_compressed_as_they_come_charge_their_compressed_bytes_until_closed() -> None:
     pool = BufferPool(1 << 20, 1024)
     b = _lz4_builder(pool)
     n = _fill(b, b"v" * 100)
-    assert b.uncompressed_size > 1024 and b.charged_memory >= b.uncompressed_size
+    # ten times the buffer went in, the buffer is the stage: only compressed bytes are held
+    assert b.uncompressed_size > 8 * 1024 and b.capacity == 1024
+    assert 0 < b.charged_memory < 1024 * 5
     assert pool.available_memory == (1 << 20) - 1024 - b.charged_memory
-    b.close()  # compressed back into the pooled buffer: the grown copy and its charge go
+    b.close()  # compressed back into the pooled buffer: the compressed output and its charge go
     assert b.charged_memory == 0 and b.size_in_bytes <= 1024
     assert pool.available_memory == (1 << 20) - 1024
     batch = DefaultRecordBatch(bytes(b.buffer()))
@@ -167,3 +169,17 @@ def test_a_batch_charges_its_own_objects_and_gives_them_back_with_its_buffer() -
     batch.complete(0, -1)
     acc.deallocate(batch)
     assert pool.available_memory == 1 << 20 and pool.free_buffers == 1
+
+
+def test_a_released_builder_compresses_nothing_more() -> None:
+    """After release_memory() (the batch is done, its pooled buffer back in the pool) the stage
+    is not the batch's any more: ending appends charges nothing, close() refuses."""
+    pool = BufferPool(1 << 20, 1024)
+    b = _lz4_builder(pool)
+    _fill(b, b"v" * 100)
+    assert b.charged_memory > 0
+    b.release_memory()
+    b.close_for_record_appends()
+    assert b.charged_memory == 0 and pool.available_memory == (1 << 20) - 1024
+    with pytest.raises(RuntimeError, match="released"):
+        b.close()

@@ -114,6 +114,49 @@ def test_record_metadata_made_by_a_batch_completion() -> None:
     assert sys.getrefcount(RecordMetadata) == type_refs  # each tuple gave its type back
 
 
+@pytest.mark.parametrize("log_append_time", [-1, 777])
+def test_record_metadata_kept_or_dropped_by_callbacks(log_append_time: int) -> None:
+    """A completion reuses a RecordMetadata its callback did not keep: every callback still sees
+    its own record's fields, and every tuple kept (or field of one) keeps its values."""
+    kept: list = []
+    offsets: list = []  # an item of a tuple that was dropped
+    read: list = []  # the fields as each callback saw them
+
+    def cb(md: Any, exc: Any) -> None:
+        assert exc is None and type(md) is RecordMetadata
+        read.append(tuple(md))
+        offsets.append(md.offset)
+        if md.offset % 3 == 0 or md.serialized_value_size == 7:
+            kept.append(md)
+
+    b = new_batch(size=1 << 16)
+    expected = []
+    for i in range(60):
+        ts = 1000 + i // 4  # runs of equal timestamps, as records sent in the same ms
+        value = b"v" * (7 if i % 10 == 9 else 3)
+        key = None if i % 5 == 0 else b"k" * (i % 3)
+        append(b, value, key, ts, cb)
+        expected.append(
+            (
+                "topic",
+                3,
+                TP,
+                500 + i,
+                ts if log_append_time == -1 else log_append_time,
+                None,
+                -1 if key is None else len(key),
+                len(value),
+                -1,
+            )
+        )
+    b.complete(500, log_append_time)
+    assert read == expected
+    assert offsets == [e[3] for e in expected]
+    assert [tuple(md) for md in kept] == [e for e in expected if e[3] % 3 == 0 or e[7] == 7]
+    assert len({id(md) for md in kept}) == len(kept)
+    assert all(type(md) is RecordMetadata for md in kept)
+
+
 # ---------------------------------------------------------------- ProduceRequestResult
 
 

@@ -33,6 +33,7 @@ from cproducer.record.record_batch_builder import (
     record_size_in_bytes,
     set_gil_release_threshold,
 )
+from cproducer.record.record_batch_reader import read_records
 
 CODECS = [CODEC_NONE, CODEC_GZIP, CODEC_SNAPPY, CODEC_LZ4, CODEC_ZSTD]
 NOW = 1_700_000_000_000
@@ -207,7 +208,10 @@ def test_incompressible_batch_larger_than_the_buffer_moves_to_a_new_bytearray(co
 
 
 @pytest.mark.parametrize("codec", [CODEC_GZIP, CODEC_LZ4, CODEC_ZSTD])
-def test_compressed_records_grow_past_the_callers_buffer_under_the_estimate(codec) -> None:
+def test_compressed_records_go_past_the_callers_buffer_under_the_estimate(codec) -> None:
+    """Records compressed as they come: the caller's buffer is the stage, the batch holds its
+    compressed records and one buffer of uncompressed ones (zstd, compressed at close(): every
+    uncompressed record, in a larger private buffer)."""
     buf = bytearray(4096)
     b = RecordBatchBuilder(buf, codec, 4096, compression_ratio_estimate=0.05)
     recs: list = []
@@ -216,11 +220,36 @@ def test_compressed_records_grow_past_the_callers_buffer_under_the_estimate(code
         if b.try_append(*rec) < 0:
             break
         recs.append(rec)
-    assert b.uncompressed_size > 4 * len(buf) and b.capacity > len(buf)
+        if len(recs) in (1, 40, 100):
+            assert read_records(b) == [(ts, k, v, None) for ts, k, v, _ in recs]  # open
+    assert b.uncompressed_size > 4 * len(buf)
+    if codec == CODEC_ZSTD:
+        assert b.capacity >= b.uncompressed_size and b.charged_memory == b.capacity
+    else:
+        assert b.capacity == len(buf) and b.charged_memory < b.uncompressed_size // 2
     b.close()
     data = bytes(b.buffer())
-    assert len(data) <= 4096
+    assert len(data) <= 4096 and b.buffer().obj is buf and b.charged_memory == 0
     assert decode(data) == expected(recs)
+
+
+@pytest.mark.parametrize("codec", [CODEC_GZIP, CODEC_SNAPPY, CODEC_LZ4, CODEC_ZSTD])
+def test_records_larger_than_the_callers_buffer_among_compressed_ones(codec) -> None:
+    """A record larger than the stage moves it to a larger private buffer; the batch decodes."""
+    rnd = random.Random(codec)
+    buf = bytearray(2048)
+    b = RecordBatchBuilder(buf, codec, 1 << 20, compression_ratio_estimate=0.05)
+    recs: list = []
+    for i in range(30):
+        size = 5000 if i % 7 == 3 else 300
+        value = (rnd.randbytes(16) * (size // 16 + 1))[:size]
+        rec: tuple = (NOW + i, b"k%d" % i, value, [])
+        assert b.try_append(*rec) == i
+        recs.append(rec)
+    assert b.capacity > len(buf)
+    assert read_records(b) == [(ts, k, v, None) for ts, k, v, _ in recs]
+    b.close()
+    assert decode(bytes(b.buffer())) == expected(recs)
 
 
 def test_numpy_and_memoryview_buffers() -> None:

@@ -201,6 +201,8 @@ def append_columns(RecordAccumulator acc, str topic, Column values, Column keys,
                                                vlen if has_value else -1, hdr)
             if rel < 0:
                 # a new batch: never wait for memory while holding the deque lock
+                if batch is not None:
+                    batch.builder.finish_appends()  # Java's tryAppend: full, closed for appends
                 if batch is not None and pos > seg_start:
                     batch.add_segment((batch_future, order, seg_start, pos, seg_rel))
                     batch.last_append_time = now

@@ -10,16 +10,22 @@ Attribute codes: 0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd.
   ``Lz4BlockInputStream`` decodes every block on its own, so linked blocks break Java consumers.
 - zstd: a standard zstd frame.
 
-Per-batch calls (never per record); the codec libraries release the GIL while they work.
+A batch's records are compressed as they are appended (Java's compressing output stream): the
+builder hands each filled block of records to a ``stream_compressor`` (gzip, snappy, lz4), and the
+stream ends when the batch closes; zstd compresses a batch at once when it closes (its frame
+carries the content size). Default-level lz4 blocks are compressed in C by the builder, through
+the lz4 library's block function (``lz4_block_compress_address``), holding the GIL; the codec
+libraries called from Python release it while they work.
 """
 
 from __future__ import annotations
 
+import ctypes
 import enum
 import struct
 import threading
 import zlib
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Protocol, Tuple
 
 from cproducer.errors import UnsupportedCodecError
 
@@ -69,28 +75,41 @@ def _missing(codec: str, module: str, extra: str) -> UnsupportedCodecError:
     )
 
 
+# the codec libraries, imported once on first use (a batch's calls then cost no import lookup)
+_modules: Dict[str, Any] = {}
+
+
 def _snappy() -> Any:
-    try:
-        import cramjam
-    except ImportError:
-        raise _missing("snappy", "cramjam", "snappy") from None
-    return cramjam.snappy
+    mod = _modules.get("snappy")
+    if mod is None:
+        try:
+            import cramjam
+        except ImportError:
+            raise _missing("snappy", "cramjam", "snappy") from None
+        mod = _modules["snappy"] = cramjam.snappy
+    return mod
 
 
 def _zstd() -> Any:
-    try:
-        import zstandard
-    except ImportError:
-        raise _missing("zstd", "zstandard", "zstd") from None
-    return zstandard
+    mod = _modules.get("zstd")
+    if mod is None:
+        try:
+            import zstandard
+        except ImportError:
+            raise _missing("zstd", "zstandard", "zstd") from None
+        mod = _modules["zstd"] = zstandard
+    return mod
 
 
 def _lz4() -> Any:
-    try:
-        import lz4.frame
-    except ImportError:
-        raise _missing("lz4", "lz4", "lz4") from None
-    return lz4.frame
+    mod = _modules.get("lz4")
+    if mod is None:
+        try:
+            import lz4.frame
+        except ImportError:
+            raise _missing("lz4", "lz4", "lz4") from None
+        mod = _modules["lz4"] = lz4.frame
+    return mod
 
 
 # ------------------------------------------------------------------ compress
@@ -101,25 +120,32 @@ def _gzip_compress(data: Any, level: int = DEFAULT_LEVELS[CODEC_GZIP]) -> bytes:
     return c.compress(data) + c.flush()
 
 
-def _snappy_compress(data: Any, level: int = -1) -> bytes:
+def _snappy_chunks(data: Any, parts: list) -> list:
+    # xerial chunks of at most 32 KiB of input each, appended to ``parts``
     snappy = _snappy()
     view = memoryview(data).cast("B")
-    parts: list = [XERIAL_HEADER]
     for start in range(0, len(view), XERIAL_BLOCK):
         block = snappy.compress_raw(view[start : start + XERIAL_BLOCK])
         parts.append(struct.pack(">i", len(block)))
         parts.append(block)  # joined below without a per-chunk bytes copy
-    return b"".join(parts)
+    return parts
+
+
+def _snappy_compress(data: Any, level: int = -1) -> bytes:
+    return b"".join(_snappy_chunks(data, [XERIAL_HEADER]))
+
+
+def _lz4_hc_level(level: int) -> int:
+    # as Java's Lz4BlockOutputStream: the default level is lz4's fast compressor (0), any other
+    # level the high-compression one at that level (lz4 caps it at its own maximum)
+    return 0 if level == DEFAULT_LEVELS[CODEC_LZ4] else min(level, _lz4().COMPRESSIONLEVEL_MAX)
 
 
 def _lz4_compress(data: Any, level: int = DEFAULT_LEVELS[CODEC_LZ4]) -> bytes:
     frame = _lz4()
-    # as Java's Lz4BlockOutputStream: the default level is lz4's fast compressor, any other level
-    # the high-compression one at that level (lz4 caps it at its own maximum)
-    hc_level = 0 if level == DEFAULT_LEVELS[CODEC_LZ4] else min(level, frame.COMPRESSIONLEVEL_MAX)
     return frame.compress(
         data,
-        compression_level=hc_level,
+        compression_level=_lz4_hc_level(level),
         block_size=frame.BLOCKSIZE_MAX64KB,
         block_linked=False,
         content_checksum=False,
@@ -149,6 +175,133 @@ _COMPRESS: Dict[int, Callable[..., bytes]] = {
     CODEC_LZ4: _lz4_compress,
     CODEC_ZSTD: _zstd_compress,
 }
+
+
+# ------------------------------------------------------------------ compress as records come
+
+# An LZ4 frame as Java's KafkaLZ4BlockOutputStream writes it: FLG 0x60 (version 1, independent
+# blocks, no block or content checksum, no content size), BD 0x40 (64 KiB blocks); its header
+# checksum byte is the library's (taken from an empty frame it makes). Then blocks of at most 64
+# KiB of input, each [uint32 LE size (bit 31: stored uncompressed)][data], and the end mark 0.
+LZ4_BLOCK_MAX = 64 * 1024
+LZ4_END_MARK = b"\x00\x00\x00\x00"
+
+
+def lz4_frame_header() -> bytes:
+    """The 7-byte frame header of our lz4 frames (magic, FLG, BD, header checksum)."""
+    empty = _lz4_compress(b"")
+    return empty[: len(empty) - len(LZ4_END_MARK)]
+
+
+def lz4_block_compress_address() -> Tuple[int, int, int]:
+    """The addresses of the lz4 library's ``LZ4_compress_fast_extState`` and of its
+    ``_fastReset`` variant (0 when absent: it is in lz4's static-linking API) and the size of
+    their state, as ``(address, fast_reset_address, state_size)``, from the lz4 package's own
+    extension (already loaded); (0, 0, 0) where its symbols cannot be reached (the builder then
+    uses ``stream_compressor``)."""
+    try:
+        import lz4.block
+
+        lib = ctypes.CDLL(lz4.block._block.__file__)
+        sizeof_state = lib.LZ4_sizeofState
+        sizeof_state.restype = ctypes.c_int
+        address = ctypes.cast(lib.LZ4_compress_fast_extState, ctypes.c_void_p).value or 0
+        try:
+            fast = lib.LZ4_compress_fast_extState_fastReset
+            fast_address = ctypes.cast(fast, ctypes.c_void_p).value or 0
+        except AttributeError:
+            fast_address = 0
+        return address, fast_address, int(sizeof_state())
+    except (ImportError, OSError, AttributeError):
+        return 0, 0, 0
+
+
+class StreamCompressor(Protocol):
+    """One batch's records section, compressed block by block as the records come."""
+
+    def compress(self, data: Any) -> bytes:
+        """The compressed form of the next block of records (the stream's header first)."""
+
+    def finish(self) -> bytes:
+        """The end of the stream (the batch is closing)."""
+
+    def tail(self) -> bytes:
+        """What would end the stream now, leaving it open: what was compressed so far, plus
+        this, decompresses (an open batch read back)."""
+
+
+class _GzipStream:
+    def __init__(self, level: int) -> None:
+        self._c = zlib.compressobj(
+            level if level >= 0 else zlib.Z_DEFAULT_COMPRESSION, zlib.DEFLATED, 31
+        )
+
+    def compress(self, data: Any) -> bytes:
+        return self._c.compress(data)
+
+    def finish(self) -> bytes:
+        return self._c.flush()
+
+    def tail(self) -> bytes:
+        return self._c.copy().flush()
+
+
+class _SnappyStream:
+    def __init__(self) -> None:
+        self._started = False
+
+    def compress(self, data: Any) -> bytes:
+        parts = _snappy_chunks(data, [] if self._started else [XERIAL_HEADER])
+        self._started = True
+        return b"".join(parts)
+
+    def finish(self) -> bytes:
+        return b"" if self._started else XERIAL_HEADER
+
+    def tail(self) -> bytes:
+        return b""
+
+
+class _Lz4Stream:
+    def __init__(self, level: int) -> None:
+        frame = _lz4()
+        self._c = frame.LZ4FrameCompressor(
+            block_size=frame.BLOCKSIZE_MAX64KB,
+            block_linked=False,
+            compression_level=_lz4_hc_level(level),
+            content_checksum=False,
+            block_checksum=False,
+            auto_flush=True,  # every block out at once: the stream so far always decodes
+        )
+        self._started = False
+
+    def compress(self, data: Any) -> bytes:
+        head = b"" if self._started else self._c.begin()
+        self._started = True
+        return head + self._c.compress(data)
+
+    def finish(self) -> bytes:
+        head = b"" if self._started else self._c.begin()
+        self._started = True
+        return head + self._c.flush()
+
+    def tail(self) -> bytes:
+        return LZ4_END_MARK
+
+
+def stream_compressor(codec: int, level: Optional[int] = None) -> Optional[StreamCompressor]:
+    """A compressor of one batch's records as they come, or None for a codec that compresses a
+    batch at once (zstd)."""
+    if codec == CODEC_GZIP:
+        return _GzipStream(DEFAULT_LEVELS[CODEC_GZIP] if level is None else level)
+    if codec == CODEC_SNAPPY:
+        _snappy()
+        return _SnappyStream()
+    if codec == CODEC_LZ4:
+        return _Lz4Stream(DEFAULT_LEVELS[CODEC_LZ4] if level is None else level)
+    if codec == CODEC_ZSTD:
+        return None
+    raise ValueError(f"unknown compression codec {codec}; expected 1..4")
 
 
 def compress(codec: int, data: Any, level: Optional[int] = None) -> bytes:

@@ -48,11 +48,16 @@ cdef inline Py_ssize_t size_upper_bound(Py_ssize_t key_len, Py_ssize_t value_len
 
 cdef class RecordBatchBuilder:
     cdef object _holder
+    # the stage: where records are written, uncompressed (the caller's buffer or a private one)
     cdef object _mv
-    cdef unsigned char* _buf
+    cdef unsigned char* _buf     # the stage's bytes
+    # _pos, _capacity: logical positions, as if every record were still in the stage: _pos is the
+    # header plus every record written (compressed already or not), and the record byte at _pos
+    # is at _buf[_pos - _woff]
     cdef Py_ssize_t _capacity
     cdef Py_ssize_t _write_limit
     cdef Py_ssize_t _pos
+    cdef Py_ssize_t _woff        # records compressed already: the stage holds _pos - _woff bytes
     cdef int _codec
     cdef int64_t _first_ts
     cdef int64_t _max_ts
@@ -71,10 +76,26 @@ cdef class RecordBatchBuilder:
     cdef MemoryBudget _budget    # where private buffers are charged (see memory_budget.pyx)
     cdef Py_ssize_t _charged     # bytes charged to _budget now
     cdef bint _released          # release_memory() was called: no buffer() any more
+    # compressed as records come (every codec but zstd): the stage's records go into _zout
+    # ([header space][compressed records]) whenever the stage is full, and at close()
+    cdef bint _streams
+    cdef object _zout            # bytearray, or None before the first block
+    cdef Py_ssize_t _zlen        # bytes of _zout in use, its header space included
+    cdef Py_ssize_t _zcharged    # _zout's (or a closed batch's _out's) charge to _budget
+    cdef object _stream          # the codec's StreamCompressor (None: not started, or lz4 in C)
+    cdef bint _lz4_c             # lz4 compressed in C (chosen at the first block)
+    cdef bint _ended             # the stream is ended (no more records: _zout is complete)
 
     cdef Py_ssize_t _estimated(self, Py_ssize_t uncompressed) noexcept
     cdef bint _grow(self, Py_ssize_t needed) except -1
     cdef void _release_charge(self) noexcept
+    cdef bint _zreserve(self, Py_ssize_t extra, bint may_refuse) except -1
+    cdef bint _flush_stage(self, bint may_refuse) except -1
+    cdef int _append_compressed(self, object out) except -1
+    cdef void _to_holder(self) noexcept
+    cdef int _end_stream(self) except -1
+    cdef int finish_appends(self) except -1
+    cpdef bytes open_records(self)
     cdef int append_raw(self, int64_t timestamp, const unsigned char* key, Py_ssize_t key_len,
                         const unsigned char* value, Py_ssize_t value_len,
                         object headers) except -2

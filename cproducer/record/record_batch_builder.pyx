@@ -27,8 +27,14 @@ Wire schema (all integers big-endian; varints zigzag-encoded, as ``DefaultRecord
                             headerValueLength varint (-1 = null), headerValue]
 
 Records are written straight into a caller-supplied writable buffer (a pooled bytearray of
-``batch.size``): no intermediate copy. ``close()`` compresses the records section when a codec is
-set, fills the header and the CRC, and ``buffer()`` exposes the finished batch as a view.
+``batch.size``): no intermediate copy. With a codec, that buffer is the stage of a compressing
+stream, as Java's batch writes through its compressor: when the next record does not fit, the
+records in it are compressed (on the appending thread, as in Java) into the batch's compressed
+output and the stage starts again, so a batch of very compressible records holds its compressed
+bytes and one buffer of uncompressed ones, never all of them (zstd, whose frame carries its
+content size, is compressed at once by ``close()``). ``close()`` compresses what is left, puts the
+compressed records back into the caller's buffer when they fit, fills the header and the CRC, and
+``buffer()`` exposes the finished batch as a view.
 
 Errors: a bad argument raises TypeError/ValueError naming it; a first record the physical buffer
 cannot hold raises BufferError; appending to a closed builder raises RuntimeError (Java's
@@ -41,10 +47,16 @@ large batch is computed (see ``_nogil_bytes``); the codec libraries release it w
 
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.memoryview cimport PyMemoryView_GET_BUFFER
-from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_FromStringAndSize
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.bytearray cimport (
+    PyByteArray_AS_STRING,
+    PyByteArray_FromStringAndSize,
+    PyByteArray_GET_SIZE,
+    PyByteArray_Resize,
+)
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from cpython.unicode cimport PyUnicode_AsUTF8AndSize
-from libc.stdint cimport int16_t, int32_t, int64_t, uint32_t, uint64_t
+from libc.stdint cimport int16_t, int32_t, int64_t, uint32_t, uint64_t, uintptr_t
 from libc.string cimport memcpy
 
 from cproducer.utils.crc32c cimport cp_crc32c_init, crc32c_update
@@ -80,6 +92,143 @@ cdef Py_ssize_t MAX_RECORD_BODY = 0x7FFFFFFF - 5
 RECORD_BATCH_OVERHEAD = RECORDS_OFFSET
 COMPRESSION_RATE_ESTIMATION_FACTOR = 1.05
 cdef double _RATE_FACTOR = 1.05  # Java's COMPRESSION_RATE_ESTIMATION_FACTOR
+
+
+# ------------------------------------------------------------------ lz4 blocks in C
+#
+# Default-level lz4 (the fast compressor, Java's default) is compressed here, block by block,
+# through the lz4 library's LZ4_compress_fast_extState reached in the lz4 package's extension
+# (compression.lz4_block_compress_address), into the frame layout compression.py describes: no
+# Python call, no allocation per block, and the GIL held (a block of the stage is microseconds of
+# work; releasing the GIL for it would let the other thread take it for up to a switch interval).
+# With the GIL, one compressor state serves every builder (used only while the GIL is held), so
+# blocks after the first skip the state's reset (the _fastReset variant, when the library has it).
+# Where the function cannot be reached, or checks wrong once, the codec's StreamCompressor does it.
+
+cdef extern from *:
+    """
+    #ifdef Py_GIL_DISABLED
+    #define CP_GIL_GUARDS_GLOBALS 0
+    #else
+    #define CP_GIL_GUARDS_GLOBALS 1
+    #endif
+    """
+    bint CP_GIL_GUARDS_GLOBALS
+
+ctypedef int (*_lz4_compress_fn)(void* state, const char* src, char* dst, int src_size,
+                                 int dst_capacity, int acceleration) noexcept nogil
+
+cdef _lz4_compress_fn _lz4_block = NULL
+cdef _lz4_compress_fn _lz4_block_fast = NULL  # the _fastReset variant (NULL: not in the library)
+cdef Py_ssize_t _lz4_state_size = 0
+cdef bint _lz4_looked_up = False
+cdef bytes _lz4_header = None
+cdef Py_ssize_t LZ4_BLOCK_MAX = _compression.LZ4_BLOCK_MAX
+cdef void* _lz4_kept_state = NULL  # GIL builds: the shared state (used under the GIL only)
+cdef bint _lz4_kept_ready = False  # ... initialized by a first compression
+
+
+cdef Py_ssize_t _lz4_blocks(void* state, bint ready, const unsigned char* src, Py_ssize_t n,
+                            unsigned char* dst) noexcept nogil:
+    # n bytes as blocks of at most 64 KiB, each stored as is when lz4 does not make it smaller;
+    # at most n + 4 per block written; the bytes written. ``ready``: the state was initialized
+    # by an earlier compression (no reset needed)
+    cdef Py_ssize_t done = 0, chunk
+    cdef unsigned char* p = dst
+    cdef int c
+    cdef uint32_t size
+    cdef _lz4_compress_fn fn
+    while done < n:
+        chunk = min(n - done, LZ4_BLOCK_MAX)
+        fn = _lz4_block_fast if ready and _lz4_block_fast != NULL else _lz4_block
+        c = fn(state, <const char*>(src + done), <char*>(p + 4), <int>chunk, <int>chunk - 1, 1)
+        ready = True
+        if c > 0:
+            size = <uint32_t>c
+        else:
+            size = <uint32_t>chunk | 0x80000000u
+            memcpy(p + 4, src + done, chunk)
+            c = <int>chunk
+        p[0] = <unsigned char>size
+        p[1] = <unsigned char>(size >> 8)
+        p[2] = <unsigned char>(size >> 16)
+        p[3] = <unsigned char>(size >> 24)
+        p += 4 + c
+        done += chunk
+    return p - dst
+
+
+cdef Py_ssize_t _lz4_compress_stage(const unsigned char* src, Py_ssize_t n,
+                                    unsigned char* dst) except -1:
+    # the compressor state: with the GIL the shared one (the GIL held throughout), else one for
+    # this call (a batch between blocks holds no state, only its buffers)
+    global _lz4_kept_state, _lz4_kept_ready
+    cdef void* state
+    cdef Py_ssize_t written
+    if CP_GIL_GUARDS_GLOBALS and n < _nogil_bytes:
+        if _lz4_kept_state == NULL:
+            _lz4_kept_state = PyMem_Malloc(_lz4_state_size)
+            if _lz4_kept_state == NULL:
+                raise MemoryError()
+        written = _lz4_blocks(_lz4_kept_state, _lz4_kept_ready, src, n, dst)
+        _lz4_kept_ready = True
+        return written
+    state = PyMem_Malloc(_lz4_state_size)
+    if state == NULL:
+        raise MemoryError()
+    if n >= _nogil_bytes:
+        with nogil:
+            written = _lz4_blocks(state, False, src, n, dst)
+    else:
+        written = _lz4_blocks(state, False, src, n, dst)
+    PyMem_Free(state)
+    return written
+
+
+cdef inline Py_ssize_t _lz4_blocks_bound(Py_ssize_t n) noexcept:
+    return n + 4 * ((n + LZ4_BLOCK_MAX - 1) // LZ4_BLOCK_MAX)
+
+
+cdef bint _lz4_in_c() except -1:
+    # the C path, looked up once (and checked against the library's own decoder)
+    global _lz4_block, _lz4_block_fast, _lz4_state_size, _lz4_looked_up, _lz4_header
+    cdef _lz4_compress_fn fn, fast
+    cdef void* state
+    cdef bytes sample, out, again
+    cdef Py_ssize_t n, m = 0
+    if _lz4_looked_up:
+        return _lz4_block != NULL
+    _lz4_looked_up = True
+    address, fast_address, size = _compression.lz4_block_compress_address()
+    if not address or size <= 0:
+        return False
+    fn = <_lz4_compress_fn><uintptr_t>address
+    fast = <_lz4_compress_fn><uintptr_t>fast_address
+    sample = b"the records of a batch, " * 100 + bytes(range(256))
+    state = PyMem_Malloc(size)
+    if state == NULL:
+        raise MemoryError()
+    out = PyBytes_FromStringAndSize(NULL, PyBytes_GET_SIZE(sample))
+    again = PyBytes_FromStringAndSize(NULL, PyBytes_GET_SIZE(sample))
+    try:
+        n = fn(state, PyBytes_AS_STRING(sample), PyBytes_AS_STRING(out),
+               <int>PyBytes_GET_SIZE(sample), <int>PyBytes_GET_SIZE(sample) - 1, 1)
+        if fast != NULL:  # the same block again on the now initialized state
+            m = fast(state, PyBytes_AS_STRING(sample), PyBytes_AS_STRING(again),
+                     <int>PyBytes_GET_SIZE(sample), <int>PyBytes_GET_SIZE(sample) - 1, 1)
+    finally:
+        PyMem_Free(state)
+    import lz4.block
+    if n <= 0 or lz4.block.decompress(out[:n], uncompressed_size=len(sample)) != sample:
+        return False
+    if fast != NULL and (m <= 0 or lz4.block.decompress(again[:m], uncompressed_size=len(sample))
+                         != sample):
+        fast = NULL
+    _lz4_header = _compression.lz4_frame_header()
+    _lz4_state_size = size
+    _lz4_block_fast = fast
+    _lz4_block = fn
+    return True
 
 
 # ------------------------------------------------------------------ argument checks and sizes
@@ -276,11 +425,12 @@ cdef class RecordBatchBuilder:
     """Builds one RecordBatch v2 in a caller-supplied writable buffer.
 
     ``write_limit`` is the batch.size budget (default: the buffer's length); the first record
-    always goes in when the physical buffer holds it, as in Java. With a codec, the records are
-    written uncompressed and compressed by ``close()``; appends are bounded by Java's estimate
-    (header + uncompressed bytes x ``compression_ratio_estimate`` x 1.05), and when the
-    uncompressed records outgrow the caller's buffer they move to a larger private bytearray
-    (the caller's buffer is left alone, as Java's growing ByteBufferOutputStream does).
+    always goes in when the physical buffer holds it, as in Java. With a codec, appends are
+    bounded by Java's estimate (header + uncompressed bytes x ``compression_ratio_estimate`` x
+    1.05); the records are written uncompressed into the caller's buffer, and compressed from
+    there whenever the next one does not fit (zstd: they move to a larger private bytearray
+    instead, compressed by ``close()``). A record larger than the caller's buffer moves the stage
+    to a larger private bytearray (the caller's buffer is left alone).
     """
 
     def __init__(self, buffer, int compression_type=0, Py_ssize_t write_limit=-1,
@@ -342,11 +492,21 @@ cdef class RecordBatchBuilder:
         self._size = 0
         self._ratio = compression_ratio_estimate
         self._level = compression_level  # None: the codec's default (KIP-390)
+        self._woff = 0
+        self._streams = compression_type != 0 and compression_type != _compression.CODEC_ZSTD
+        self._zout = None
+        self._zlen = 0
+        self._zcharged = 0
+        self._stream = None
+        self._lz4_c = False
+        self._ended = False
 
     cdef bint _grow(self, Py_ssize_t needed) except -1:
-        # A private buffer for uncompressed records that outgrow the caller's, charged to the
-        # memory budget; False (nothing changed) when the budget has no room for it now.
-        cdef Py_ssize_t capacity = max(needed, 2 * self._capacity)
+        # A private stage for uncompressed records that outgrow the caller's buffer (``needed``:
+        # the logical position to reach), charged to the memory budget; False (nothing changed)
+        # when the budget has no room for it now.
+        cdef Py_ssize_t staged = self._pos - self._woff
+        cdef Py_ssize_t capacity = max(needed - self._woff, 2 * (self._capacity - self._woff))
         cdef object bigger
         cdef unsigned char* dst
         if not self._budget.try_reserve(capacity):
@@ -357,15 +517,137 @@ cdef class RecordBatchBuilder:
             self._budget.release(capacity)
             raise
         dst = <unsigned char*>PyByteArray_AS_STRING(bigger)
-        _copy(dst, self._buf, self._pos)
+        _copy(dst, self._buf, staged)
         # the caller's buffer stays referenced by _holder (it goes back to the pool as usual);
         # an earlier private buffer is freed here, and its charge given back
         self._mv = memoryview(bigger)
         self._buf = dst
-        self._capacity = capacity
+        self._capacity = self._woff + capacity
         self._release_charge()
         self._charged = capacity
         return True
+
+    cdef bint _zreserve(self, Py_ssize_t extra, bint may_refuse) except -1:
+        # room for ``extra`` more bytes of compressed output, charged to the memory budget;
+        # False (nothing changed) when may_refuse and the budget has no room now
+        cdef Py_ssize_t have = 0 if self._zout is None else PyByteArray_GET_SIZE(self._zout)
+        cdef Py_ssize_t used = RECORDS_OFFSET if self._zout is None else self._zlen
+        cdef Py_ssize_t capacity, charge
+        cdef object bigger
+        if used + extra <= have:
+            return True
+        capacity = max(used + extra, 2 * have, 4096)
+        charge = capacity - have
+        if may_refuse:
+            if not self._budget.try_reserve(charge):
+                return False
+        else:
+            self._budget.force_reserve(charge)
+        try:
+            bigger = PyByteArray_FromStringAndSize(NULL, capacity)
+        except BaseException:
+            self._budget.release(charge)
+            raise
+        if self._zout is not None:
+            memcpy(PyByteArray_AS_STRING(bigger), PyByteArray_AS_STRING(self._zout), used)
+        self._zout = bigger
+        self._zlen = used
+        self._zcharged += charge
+        return True
+
+    cdef bint _flush_stage(self, bint may_refuse) except -1:
+        # Compress the stage's records into _zout and empty the stage; False (nothing changed)
+        # when may_refuse and the budget has no room for the compressed bytes now.
+        cdef Py_ssize_t staged = self._pos - self._woff - RECORDS_OFFSET
+        cdef Py_ssize_t head = 0
+        cdef unsigned char* dst
+        if staged <= 0:
+            return True
+        if self._stream is None and not self._lz4_c:
+            # the first block: which compressor (the C lz4 one at lz4's default level)
+            if (self._codec == _compression.CODEC_LZ4
+                    and (self._level is None
+                         or self._level == _compression.DEFAULT_LEVELS[self._codec])
+                    and _lz4_in_c()):
+                self._lz4_c = True
+            else:
+                self._stream = _compression.stream_compressor(self._codec, self._level)
+        if self._lz4_c:
+            if self._zout is None:
+                head = PyBytes_GET_SIZE(_lz4_header)
+            if not self._zreserve(head + _lz4_blocks_bound(staged), may_refuse):
+                return False
+            dst = <unsigned char*>PyByteArray_AS_STRING(self._zout) + self._zlen
+            if head:
+                memcpy(dst, PyBytes_AS_STRING(_lz4_header), head)
+            self._zlen += head + _lz4_compress_stage(self._buf + RECORDS_OFFSET, staged,
+                                                     dst + head)
+        else:
+            # a bound for what the codec makes of it, checked before it consumes the records
+            # (snappy's worst case is the largest: 32 + n + n / 6 per chunk)
+            if not self._zreserve(staged + staged // 5 + 64, may_refuse):
+                return False
+            raw = self._mv[RECORDS_OFFSET:RECORDS_OFFSET + staged]
+            try:
+                out = self._stream.compress(raw)
+            finally:
+                raw.release()
+            self._append_compressed(out)
+        self._woff = self._pos - RECORDS_OFFSET
+        self._capacity = self._woff + PyMemoryView_GET_BUFFER(self._mv).len
+        return True
+
+    cdef int _append_compressed(self, object out) except -1:
+        cdef Py_buffer cb
+        PyObject_GetBuffer(out, &cb, PyBUF_SIMPLE)
+        try:
+            self._zreserve(cb.len, False)
+            memcpy(<unsigned char*>PyByteArray_AS_STRING(self._zout) + self._zlen, cb.buf, cb.len)
+            self._zlen += cb.len
+        finally:
+            PyBuffer_Release(&cb)
+        return 0
+
+    cdef void _to_holder(self) noexcept:
+        # the caller's buffer is the stage again (a private one is freed, its charge given back)
+        cdef Py_buffer* holder = PyMemoryView_GET_BUFFER(self._holder_mv)
+        self._mv = self._holder_mv
+        self._buf = <unsigned char*>holder.buf
+        self._capacity = self._woff + holder.len
+        self._release_charge()
+
+    cdef int _end_stream(self) except -1:
+        # the stage's last records compressed and the stream ended (once): _zout is complete
+        if self._ended or not self._streams or self._count == 0:
+            return 0
+        self._flush_stage(False)
+        self._append_compressed(
+            self._stream.finish() if self._stream is not None else _compression.LZ4_END_MARK
+        )
+        self._stream = None
+        self._ended = True
+        return 0
+
+    cdef int finish_appends(self) except -1:
+        """Java's closeForRecordAppends: no more records. A compressed batch ends its stream now
+        (its compressor's memory goes with it: only a partition's open batch holds one)."""
+        self._appends_closed = True
+        self._end_stream()
+        return 0
+
+    cpdef bytes open_records(self):
+        """The records section written so far, uncompressed (an open batch read back)."""
+        cdef bytes staged = bytes(self._mv[RECORDS_OFFSET:self._pos - self._woff])
+        if self._zout is None:
+            return staged
+        if self._ended:
+            tail = b""
+        elif self._stream is not None:
+            tail = self._stream.tail()
+        else:
+            tail = _compression.LZ4_END_MARK
+        compressed = bytes(self._zout[RECORDS_OFFSET:self._zlen]) + tail
+        return _compression.decompress(self._codec, compressed) + staged
 
     cdef void _release_charge(self) noexcept:
         if self._charged:
@@ -376,16 +658,20 @@ cdef class RecordBatchBuilder:
         """Free the private buffers (grown records, compressed output) and give their charge
         back to the memory budget: the batch is done. ``buffer()`` raises from now on."""
         self._out = None
-        self._mv = self._holder_mv
-        self._buf = <unsigned char*>PyMemoryView_GET_BUFFER(self._holder_mv).buf
-        self._capacity = PyMemoryView_GET_BUFFER(self._holder_mv).len
-        self._release_charge()
+        self._zout = None
+        self._stream = None
+        self._ended = True  # nothing more is compressed: the caller's buffer is not ours now
+        self._appends_closed = True
+        self._to_holder()
+        if self._zcharged:
+            self._budget.release(self._zcharged)
+            self._zcharged = 0
         self._released = True
 
     @property
     def charged_memory(self):
         """Bytes this builder holds beyond the caller's buffer, charged to its memory budget."""
-        return self._charged
+        return self._charged + self._zcharged
 
     cdef Py_ssize_t _estimated(self, Py_ssize_t uncompressed) noexcept:
         # Java's estimatedBytesWritten for ``uncompressed`` bytes of records
@@ -423,11 +709,15 @@ cdef class RecordBatchBuilder:
             if self._pos + total > self._capacity:
                 if self._codec == 0:
                     return -1
-                # compressed: the uncompressed records may outgrow the caller's buffer while the
-                # estimated compressed size stays within batch.size (Java's stream grows too),
-                # on memory from the budget; without it the batch is full
-                if not self._grow(self._pos + total):
-                    # full: sendable at once (ready() sees it), its memory soon back
+                # compressed: the estimated compressed size is within batch.size but the stage
+                # is full. A streaming codec compresses the stage's records and starts it again;
+                # a record still too large for it (or zstd's uncompressed records) moves the
+                # stage to a larger private buffer. Both on memory from the budget; without it
+                # the batch is full (sendable at once: ready() sees it, its memory soon back).
+                if self._streams and not self._flush_stage(True):
+                    self._appends_closed = True
+                    return -1
+                if self._pos + total > self._capacity and not self._grow(self._pos + total):
                     self._appends_closed = True
                     return -1
         elif self._pos + total > self._capacity:
@@ -435,7 +725,7 @@ cdef class RecordBatchBuilder:
                 f"buffer too small for this record: need {RECORDS_OFFSET + total} bytes, "
                 f"have {self._capacity}"
             )
-        p = self._buf + self._pos
+        p = self._buf + (self._pos - self._woff)
         end = p + total
         p = write_varint(p, <int32_t>body)
         p[0] = 0  # record attributes
@@ -555,43 +845,45 @@ cdef class RecordBatchBuilder:
     def close(self):
         """Compress the records (when a codec is set), fill the header and the CRC. Idempotent.
 
-        The compressed records go into the caller's buffer when they fit (a private buffer the
-        uncompressed records had grown into is freed, its charge given back: a sent batch holds
-        what Java's would, about batch.size), else over the uncompressed ones in the private
-        buffer; otherwise (incompressible data) into a new bytearray, charged to the memory
-        budget. An empty builder closes to a 61-byte header with no records.
+        The stage's last records are compressed and the stream ended; the compressed records go
+        into the caller's buffer when they fit (a private stage and the compressed output are
+        freed, their charge given back: a sent batch holds what Java's would, about batch.size),
+        otherwise (incompressible data) they stay in a bytearray of their own, charged to the
+        memory budget. An empty builder closes to a 61-byte header with no records.
         """
-        cdef Py_ssize_t n
-        cdef Py_buffer cb
+        cdef Py_ssize_t n, spare
         cdef Py_buffer* holder
-        cdef unsigned char* dst
         if self._closed:
             return
+        if self._released:
+            raise RuntimeError("the batch's memory was released (release_memory())")
         if self._codec != 0 and self._count > 0:
-            raw = self._mv[RECORDS_OFFSET:self._pos]
-            try:
-                compressed = _compression.compress(self._codec, raw, self._level)
-            finally:
-                raw.release()
+            if self._streams:
+                self._end_stream()
+            else:
+                raw = self._mv[RECORDS_OFFSET:self._pos]
+                try:
+                    compressed = _compression.compress(self._codec, raw, self._level)
+                finally:
+                    raw.release()
+                self._append_compressed(compressed)
+            n = self._zlen - RECORDS_OFFSET
             holder = PyMemoryView_GET_BUFFER(self._holder_mv)
-            PyObject_GetBuffer(compressed, &cb, PyBUF_SIMPLE)
-            try:
-                n = cb.len
-                if self._mv is not self._holder_mv and RECORDS_OFFSET + n <= holder.len:
-                    self._mv = self._holder_mv  # the private buffer goes
-                    self._buf = <unsigned char*>holder.buf
-                    self._capacity = holder.len
-                    self._release_charge()
-                if RECORDS_OFFSET + n <= self._capacity:
-                    dst = self._buf + RECORDS_OFFSET
-                else:
-                    self._out = PyByteArray_FromStringAndSize(NULL, RECORDS_OFFSET + n)
-                    dst = <unsigned char*>PyByteArray_AS_STRING(self._out) + RECORDS_OFFSET
-                    self._budget.force_reserve(RECORDS_OFFSET + n)
-                    self._charged += RECORDS_OFFSET + n
-                _copy(dst, cb.buf, n)
-            finally:
-                PyBuffer_Release(&cb)
+            if RECORDS_OFFSET + n <= holder.len:
+                _copy(<unsigned char*>holder.buf + RECORDS_OFFSET,
+                      <unsigned char*>PyByteArray_AS_STRING(self._zout) + RECORDS_OFFSET, n)
+                self._zout = None
+                self._budget.release(self._zcharged)
+                self._zcharged = 0
+            else:
+                # its own bytearray, exactly the batch's size and charge
+                spare = PyByteArray_GET_SIZE(self._zout) - (RECORDS_OFFSET + n)
+                PyByteArray_Resize(self._zout, RECORDS_OFFSET + n)
+                self._budget.release(spare)
+                self._zcharged -= spare
+                self._out = self._zout
+                self._zout = None
+            self._to_holder()
             self._size = RECORDS_OFFSET + n
         else:
             self._size = self._pos
@@ -641,8 +933,9 @@ cdef class RecordBatchBuilder:
 
     @property
     def capacity(self):
-        """Bytes the builder can write without growing (the caller's buffer, or its copy)."""
-        return self._capacity
+        """Bytes of the stage, where records are written (the caller's buffer, or a larger
+        private one)."""
+        return self._capacity - self._woff
 
     cdef bint is_full_c(self) noexcept:
         return self._closed or self._appends_closed or (
@@ -650,9 +943,9 @@ cdef class RecordBatchBuilder:
         )
 
     def close_for_record_appends(self):
-        """Java's ``closeForRecordAppends``: full from now on, even when empty (its bytes stay as
-        they are; close() still finishes the batch)."""
-        self._appends_closed = True
+        """Java's ``closeForRecordAppends``: full from now on, even when empty (a compressed
+        batch's stream ends now; close() still finishes the batch)."""
+        self.finish_appends()
 
     @property
     def is_full(self):

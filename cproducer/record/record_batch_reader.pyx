@@ -41,7 +41,7 @@ cpdef list read_records(RecordBatchBuilder builder):
         if b._codec:
             body = compression.decompress(b._codec, body)
     else:
-        body = bytes(b._mv[RECORDS_OFFSET:b._pos])
+        body = b.open_records()
     first_ts = b._first_ts
     out = []
     view = memoryview(body)

@@ -1,11 +1,11 @@
 """buffer.memory bounds what the producer holds for records not yet acknowledged.
 
-Each case runs in a child process of its own: a producer (lz4, so records are buffered
-uncompressed until their batch closes) connects and warms up; then the broker is stopped
+Each case runs in a child process of its own: a producer (lz4, its batches compressed as
+records come) connects and warms up; then the broker is stopped
 (SIGSTOP: connections stay open, nothing is answered) and the child sends until ``send`` /
 ``send_many`` refuses. That call must have blocked for ``max.block.ms`` and raised
 ``BufferExhaustedError``; what the producer allocated meanwhile (tracemalloc: pooled buffers,
-grown and compressed copies, completion state, every Python object) and the RSS growth must stay
+compressed output, completion state, every Python object) and the RSS growth must stay
 within ``buffer.memory`` plus a fixed allowance (2 MiB traced, 8 MiB of RSS). Then the broker
 resumes, every accepted record is acknowledged, and after ``flush()`` the memory beyond the
 pool's free buffers is handed back.

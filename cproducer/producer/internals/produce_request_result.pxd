@@ -1,6 +1,7 @@
 # The outcome of a batch and the per-record views of it, for the modules that make them
 # (producer_batch, the accumulator, send_many): `from ...produce_request_result cimport ...`.
 cimport cython
+from cpython.object cimport PyObject
 
 
 cdef class ProduceRequestResult:
@@ -43,15 +44,35 @@ cdef object new_record_metadata(str topic, int partition, object topic_partition
                                 int header_size)
 
 
-cdef inline FutureRecordMetadata new_future(object batch, ProduceRequestResult result, int rel,
-                                            long long create_ts, int key_size, int value_size,
-                                            int header_size):
-    cdef FutureRecordMetadata f = FutureRecordMetadata.__new__(FutureRecordMetadata)
-    f._batch = batch
-    f._result = result
-    f._rel = rel
-    f._create_ts = create_ts
-    f._key_size = key_size
-    f._value_size = value_size
-    f._header_size = header_size
-    return f
+# The RecordMetadata of each record of one completed batch, in turn: the last tuple is reused when
+# nobody kept it (see the class).
+@cython.final
+@cython.no_gc
+cdef class RecordMetadataMaker:
+    cdef PyObject* _last  # owned; NULL before the first
+    cdef object _topic
+    cdef object _topic_partition
+    cdef int _partition
+    cdef long long _base_offset
+    cdef long long _log_append_time
+    # the fields of _last, as C values
+    cdef long long _offset
+    cdef long long _timestamp
+    cdef int _key_size
+    cdef int _value_size
+    cdef int _header_size
+
+    cdef object make(self, int rel, long long create_ts, int key_size, int value_size,
+                     int header_size)
+
+
+cdef RecordMetadataMaker new_record_metadata_maker(str topic, int partition,
+                                                   object topic_partition,
+                                                   long long base_offset,
+                                                   long long log_append_time)
+
+
+# A record's future (made in this module: its type's tp_new called directly, no type call)
+cdef FutureRecordMetadata new_future(object batch, ProduceRequestResult result, int rel,
+                                     long long create_ts, int key_size, int value_size,
+                                     int header_size)

@@ -18,13 +18,15 @@ from functools import partial
 cimport cython
 
 from cpython.object cimport PyObject, PyTypeObject
-from cpython.ref cimport Py_DECREF, Py_INCREF
+from cpython.ref cimport Py_DECREF, Py_INCREF, Py_REFCNT, Py_XDECREF
 
 
 cdef extern from "Python.h":
     void Py_SET_TYPE(PyObject* ob, PyTypeObject* tp)
     # the raw forms: PyObject* in and out, references as the C API counts them
     PyObject* _PyTuple_New "PyTuple_New"(Py_ssize_t size)
+    PyObject* _PyTuple_GET_ITEM "PyTuple_GET_ITEM"(PyObject* tup, Py_ssize_t i)
+    void PyObject_GC_UnTrack(void* op)
     void _PyTuple_SET_ITEM "PyTuple_SET_ITEM"(PyObject* tup, Py_ssize_t i, PyObject* value)
     PyObject* PyLong_FromLong(long value)
     PyObject* PyLong_FromLongLong(long long value)
@@ -62,14 +64,27 @@ class RecordMetadata(
         return self.timestamp != -1
 
 
-# new_record_metadata builds the tuple in C and gives it RecordMetadata's type: one allocation
-# from the tuple free list, no Python call (a completion callback runs per record, and
-# RecordMetadata._make costs ~5x as much). That is sound only while RecordMetadata adds no
-# storage to tuple (``__slots__ = ()``): checked here, once.
+# RecordMetadata tuples are built in C and given RecordMetadata's type: one allocation, no Python
+# call (a completion callback runs per record, and RecordMetadata._make costs ~5x as much). That
+# is sound only while RecordMetadata adds no storage to tuple (``__slots__ = ()``): checked here,
+# once.
 if RecordMetadata.__basicsize__ != tuple.__basicsize__ or RecordMetadata.__itemsize__ != \
         tuple.__itemsize__:
     raise ImportError("RecordMetadata must keep tuple's layout (__slots__ = ())")
 cdef PyTypeObject* _RECORD_METADATA_TYPE = <PyTypeObject*>RecordMetadata
+
+# the fields of a RecordMetadata tuple, by position
+cdef enum:
+    MD_TOPIC = 0
+    MD_PARTITION = 1
+    MD_TOPIC_PARTITION = 2
+    MD_OFFSET = 3
+    MD_TIMESTAMP = 4
+    MD_CHECKSUM = 5
+    MD_KEY_SIZE = 6
+    MD_VALUE_SIZE = 7
+    MD_HEADER_SIZE = 8
+    MD_FIELDS = 9
 
 
 cdef inline void _own(PyObject* tup, Py_ssize_t i, PyObject* value) noexcept:
@@ -77,30 +92,151 @@ cdef inline void _own(PyObject* tup, Py_ssize_t i, PyObject* value) noexcept:
     _PyTuple_SET_ITEM(tup, i, value)
 
 
+cdef inline int _put(PyObject* tup, Py_ssize_t i, PyObject* value) except -1:
+    # a new reference (NULL: the allocation failed) into an empty slot
+    if value == NULL:
+        raise MemoryError()
+    _PyTuple_SET_ITEM(tup, i, value)
+    return 0
+
+
+cdef inline int _replace(PyObject* tup, Py_ssize_t i, PyObject* value) except -1:
+    # a new reference over the slot's item, which is given back
+    cdef PyObject* old
+    if value == NULL:
+        raise MemoryError()
+    old = _PyTuple_GET_ITEM(tup, i)
+    _PyTuple_SET_ITEM(tup, i, value)
+    Py_XDECREF(old)
+    return 0
+
+
+cdef PyObject* _typed(PyObject* md) noexcept:
+    # a filled plain tuple becomes a RecordMetadata; it holds str, int, None and a TopicPartition
+    # of those only, so it cannot be part of a reference cycle: out of the GC's lists at once
+    # (the GC would untrack it itself, but only after a collection walked it)
+    PyObject_GC_UnTrack(md)
+    # a heap type is owned by its instances: the reference subtype_dealloc gives back
+    Py_INCREF(<object>_RECORD_METADATA_TYPE)
+    Py_SET_TYPE(md, _RECORD_METADATA_TYPE)
+    return md
+
+
 cdef object new_record_metadata(str topic, int partition, object topic_partition,
                                 long long base_offset, long long log_append_time, int rel,
                                 long long create_ts, int key_size, int value_size,
                                 int header_size):
     # raw C API: new references go straight into the tuple (no temporaries to count)
-    cdef PyObject* md = _PyTuple_New(9)
+    cdef PyObject* md = _PyTuple_New(MD_FIELDS)
     if md == NULL:
         raise MemoryError()
-    _own(md, 0, <PyObject*>topic)
-    _own(md, 2, <PyObject*>topic_partition)
-    _own(md, 5, <PyObject*>None)
-    _PyTuple_SET_ITEM(md, 1, PyLong_FromLong(partition))
-    _PyTuple_SET_ITEM(md, 3, PyLong_FromLongLong(-1 if base_offset < 0 else base_offset + rel))
-    _PyTuple_SET_ITEM(md, 4, PyLong_FromLongLong(
-        log_append_time if log_append_time != -1 else create_ts))
-    _PyTuple_SET_ITEM(md, 6, PyLong_FromLong(key_size))
-    _PyTuple_SET_ITEM(md, 7, PyLong_FromLong(value_size))
-    _PyTuple_SET_ITEM(md, 8, PyLong_FromLong(header_size))
-    # a heap type is owned by its instances: the reference subtype_dealloc gives back
-    Py_INCREF(<object>_RECORD_METADATA_TYPE)
-    Py_SET_TYPE(md, _RECORD_METADATA_TYPE)
-    cdef object result = <object>md  # a second reference: give back the creation one
+    try:
+        _own(md, MD_TOPIC, <PyObject*>topic)
+        _own(md, MD_TOPIC_PARTITION, <PyObject*>topic_partition)
+        _own(md, MD_CHECKSUM, <PyObject*>None)
+        _put(md, MD_PARTITION, PyLong_FromLong(partition))
+        _put(md, MD_OFFSET, PyLong_FromLongLong(-1 if base_offset < 0 else base_offset + rel))
+        _put(md, MD_TIMESTAMP, PyLong_FromLongLong(
+            log_append_time if log_append_time != -1 else create_ts))
+        _put(md, MD_KEY_SIZE, PyLong_FromLong(key_size))
+        _put(md, MD_VALUE_SIZE, PyLong_FromLong(value_size))
+        _put(md, MD_HEADER_SIZE, PyLong_FromLong(header_size))
+    except BaseException:
+        Py_DECREF(<object>md)  # still a plain tuple: its items go with it
+        raise
+    cdef object result = <object>_typed(md)  # a second reference: give back the creation one
     Py_DECREF(result)
     return result
+
+
+@cython.final
+@cython.no_gc
+cdef class RecordMetadataMaker:
+    """The RecordMetadata of each record of one completed batch, in turn (``make``).
+
+    A batch's records share their topic, partition and (mostly) timestamp and sizes, and a
+    completion callback usually reads its metadata and drops it. So the last tuple made is kept:
+    when nobody else holds it any more it is filled with the next record's fields and handed out
+    again (what CPython's zip and enumerate do with their result tuples: nobody can see the
+    change), else a new one is made from the fields that changed and the last one's others. Per
+    record that is one new int (the offset) instead of a tuple and two ints."""
+
+    def __dealloc__(self):
+        if self._last != NULL:
+            Py_DECREF(<object>self._last)
+            self._last = NULL
+
+    cdef object make(self, int rel, long long create_ts, int key_size, int value_size,
+                     int header_size):
+        """Record ``rel``'s RecordMetadata (its timestamp ``create_ts`` unless the batch has a
+        log-append time)."""
+        cdef long long offset = -1 if self._base_offset < 0 else self._base_offset + rel
+        cdef long long ts = (self._log_append_time if self._log_append_time != -1
+                             else create_ts)
+        cdef PyObject* md = self._last
+        cdef PyObject* last = md
+        cdef int i
+        if md == NULL or Py_REFCNT(<object>md) != 1:
+            md = _PyTuple_New(MD_FIELDS)
+            if md == NULL:
+                raise MemoryError()
+            try:
+                if last == NULL:
+                    _own(md, MD_TOPIC, <PyObject*>self._topic)
+                    _own(md, MD_TOPIC_PARTITION, <PyObject*>self._topic_partition)
+                    _own(md, MD_CHECKSUM, <PyObject*>None)
+                    _put(md, MD_PARTITION, PyLong_FromLong(self._partition))
+                    _put(md, MD_OFFSET, PyLong_FromLongLong(offset))
+                    _put(md, MD_TIMESTAMP, PyLong_FromLongLong(ts))
+                    _put(md, MD_KEY_SIZE, PyLong_FromLong(key_size))
+                    _put(md, MD_VALUE_SIZE, PyLong_FromLong(value_size))
+                    _put(md, MD_HEADER_SIZE, PyLong_FromLong(header_size))
+                else:
+                    # the last one's items, then the ones that differ replaced below
+                    for i in range(MD_FIELDS):
+                        _own(md, i, _PyTuple_GET_ITEM(last, i))
+            except BaseException:
+                Py_DECREF(<object>md)  # still a plain tuple: its items go with it
+                raise
+            md = _typed(md)
+            self._last = md  # the creation reference
+            if last == NULL:
+                self._offset, self._timestamp = offset, ts
+                self._key_size, self._value_size = key_size, value_size
+                self._header_size = header_size
+                return <object>md
+            Py_DECREF(<object>last)
+        # md is ours alone (refcount 1: nobody else can see it change), its fields the last
+        # record's: replace the ones that differ
+        if offset != self._offset:
+            _replace(md, MD_OFFSET, PyLong_FromLongLong(offset))
+            self._offset = offset
+        if ts != self._timestamp:
+            _replace(md, MD_TIMESTAMP, PyLong_FromLongLong(ts))
+            self._timestamp = ts
+        if key_size != self._key_size:
+            _replace(md, MD_KEY_SIZE, PyLong_FromLong(key_size))
+            self._key_size = key_size
+        if value_size != self._value_size:
+            _replace(md, MD_VALUE_SIZE, PyLong_FromLong(value_size))
+            self._value_size = value_size
+        if header_size != self._header_size:
+            _replace(md, MD_HEADER_SIZE, PyLong_FromLong(header_size))
+            self._header_size = header_size
+        return <object>md
+
+
+cdef RecordMetadataMaker new_record_metadata_maker(str topic, int partition,
+                                                   object topic_partition,
+                                                   long long base_offset,
+                                                   long long log_append_time):
+    cdef RecordMetadataMaker maker = RecordMetadataMaker.__new__(RecordMetadataMaker)
+    maker._topic = topic
+    maker._partition = partition
+    maker._topic_partition = topic_partition
+    maker._base_offset = base_offset
+    maker._log_append_time = log_append_time
+    return maker
 
 
 _event_lock = threading.Lock()
@@ -323,3 +459,17 @@ cdef class FutureRecordMetadata:
         if self.is_done:
             state = "failed" if self._error() is not None else "succeeded"
         return f"<FutureRecordMetadata {self._result.topic_partition} {state}>"
+
+
+cdef FutureRecordMetadata new_future(object batch, ProduceRequestResult result, int rel,
+                                     long long create_ts, int key_size, int value_size,
+                                     int header_size):
+    cdef FutureRecordMetadata f = FutureRecordMetadata.__new__(FutureRecordMetadata)
+    f._batch = batch
+    f._result = result
+    f._rel = rel
+    f._create_ts = create_ts
+    f._key_size = key_size
+    f._value_size = value_size
+    f._header_size = header_size
+    return f

@@ -20,8 +20,9 @@ from libc.string cimport memmove
 from cproducer.producer.internals.produce_request_result cimport (
     FutureRecordMetadata,
     ProduceRequestResult,
+    RecordMetadataMaker,
     new_future,
-    new_record_metadata,
+    new_record_metadata_maker,
 )
 from cproducer.record.record_batch_reader cimport read_records
 from cproducer.record.record_batch_builder cimport RecordBatchBuilder
@@ -250,6 +251,7 @@ cdef class ProducerBatch:
         cdef list fns
         cdef Py_ssize_t charge
         cdef RecordThunk* data
+        cdef RecordMetadataMaker maker
         cdef FastLock lock = self._lock
         lock.acquire_c()
         try:
@@ -272,17 +274,16 @@ cdef class ProducerBatch:
         finally:
             lock.release_c()
         try:
-            for i in range(len(fns)):
-                if exc is None:
-                    _run_callback(fns[i], new_record_metadata(self.topic, self.partition,
-                                                              self.topic_partition, base_offset,
-                                                              log_append_time, data[i].rel,
-                                                              data[i].timestamp,
-                                                              data[i].key_size,
-                                                              data[i].value_size,
-                                                              data[i].header_size),
-                                  None)
-                else:
+            if exc is None and len(fns):
+                maker = new_record_metadata_maker(self.topic, self.partition,
+                                                  self.topic_partition, base_offset,
+                                                  log_append_time)
+                for i in range(len(fns)):
+                    _run_callback(fns[i], maker.make(data[i].rel, data[i].timestamp,
+                                                     data[i].key_size, data[i].value_size,
+                                                     data[i].header_size), None)
+            else:
+                for i in range(len(fns)):
                     _run_callback(fns[i], None, r.error_for(data[i].rel))
         finally:
             PyMem_Free(data)

@@ -78,7 +78,7 @@ cdef class RecordAccumulator:
     cdef void _update_compression_ratio(self, TopicInfo ti, double observed)
     cdef void _insert_in_sequence_order(self, PartitionDeque dq, ProducerBatch batch)
     cdef void _abort_batches(self, exc, bint undrained_only) except *
-    cdef void _check_record_count(self, RecordBatchBuilder b) noexcept
+    cdef int _check_record_count(self, RecordBatchBuilder b) except -1
     cdef ProducerBatch _new_batch(self, PartitionDeque dq, buffer, long long now)
     cdef ProducerBatch _make_batch(self, PartitionDeque dq, buffer, long long now)
     cdef void _register_batch(self, PartitionDeque dq, ProducerBatch batch) except *

@@ -257,6 +257,9 @@ cdef class RecordAccumulator:
         before = b._estimated(b._pos - RECORDS_OFFSET)
         fut = last._try_append(timestamp, key, value, headers, callback, now)
         if fut is None:
+            # Java's tryAppend: the batch that refused a record is closed for appends (a
+            # compressed one ends its stream now: only a partition's open batch holds a compressor)
+            b.finish_appends()
             return None
         self._check_record_count(b)
         return _result(fut, len(dq.batches) > 1 or b.is_full_c(), False, False,
@@ -360,10 +363,11 @@ cdef class RecordAccumulator:
         return _result(fut, len(dq.batches) > 1 or builder.is_full_c(), True, False,
                        builder._estimated(builder._pos - RECORDS_OFFSET))
 
-    cdef inline void _check_record_count(self, RecordBatchBuilder b) noexcept:
+    cdef inline int _check_record_count(self, RecordBatchBuilder b) except -1:
         # a batch holding max_batch_records records takes no more (and is ready to send)
         if self.max_batch_records > 0 and b._count >= self.max_batch_records:
-            close_for_record_appends(b)
+            b.finish_appends()
+        return 0
 
     cdef ProducerBatch _new_batch(self, PartitionDeque dq, buffer, long long now):
         cdef ProducerBatch batch = self._make_batch(dq, buffer, now)
