@@ -12,6 +12,11 @@ Workloads:
 - ``send``: ``KafkaProducer.send`` of a keyed record with a callback, the Sender thread held
   still (nothing drained: the append path only), against a ``LocalBroker``.
 - ``e2e``: ``send`` + ``flush`` with the Sender running: append, drain, requests, completion.
+  Both threads and the waits are counted, and how records fall into batches depends on timing:
+  a few hundred instructions per record from run to run, unlike the others.
+
+Copies and fills count one instruction per byte under valgrind (``rep movsb``/``stosb``): for
+large records, read memcpy's and memset's share as bytes, not time.
 
 ``--value-size`` sets the value's bytes (100 by default), ``--codec`` the compression of the
 ``send``/``e2e`` producer, ``--batch-size`` its ``batch.size`` (``send`` with 16384: a queue of
