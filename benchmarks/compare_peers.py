@@ -91,10 +91,20 @@ def _reset_peak_rss() -> None:
 def _timed(p: Any, warmup: Callable[[], None], run: Callable[[], int]) -> Dict[str, Any]:
     """Warm up (connect, first batches), then measure ``run``: wall, CPU and memory."""
     warmup()
+    created = _start_measuring()
+    cpu0, t0 = _cpu_s(), time.perf_counter()
+    return _measured(run(), created, cpu0, t0)
+
+
+def _start_measuring() -> int:
+    """The RSS (kB) the measurement starts from; the peak is counted from here on."""
     created = _rss_kb()
     _reset_peak_rss()
-    cpu0, t0 = _cpu_s(), time.perf_counter()
-    delivered = run()
+    return created
+
+
+def _measured(delivered: int, created: int, cpu0: float, t0: float) -> Dict[str, Any]:
+    """What a run measured: ``delivered`` records since ``t0``/``cpu0``, RSS from ``created``."""
     wall, cpu = time.perf_counter() - t0, _cpu_s() - cpu0
     return {
         "delivered": delivered,
@@ -277,19 +287,9 @@ def run_aiokafka(bootstrap: str, topic: str, n: int, warm: int) -> Dict[str, Any
         await p.start()
         try:
             await produce(p, warm)
-            created = _rss_kb()
-            _reset_peak_rss()
+            created = _start_measuring()
             cpu0, t0 = _cpu_s(), time.perf_counter()
-            delivered = await produce(p, n)
-            wall, cpu = time.perf_counter() - t0, _cpu_s() - cpu0
-            return {
-                "delivered": delivered,
-                "wall_s": wall,
-                "cpu_s": cpu,
-                "rss_created_mb": created / 1024,
-                "rss_peak_mb": _rss_kb("VmHWM") / 1024,
-                "rss_after_mb": _rss_kb() / 1024,
-            }
+            return _measured(await produce(p, n), created, cpu0, t0)
         finally:
             await p.stop()
 
