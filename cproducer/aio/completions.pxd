@@ -15,6 +15,8 @@ cdef class LoopCompletions:
 
     cdef int push(self, object delivery) except -1
     cdef object record_metadata(self, tuple md)
+    cdef object new_future(self)
+    cdef void _abandon(self) noexcept
 
 
 @cython.final

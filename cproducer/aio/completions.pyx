@@ -13,6 +13,17 @@ delivery on the producer's ``LoopCompletions``; when no hand-over is pending it 
 of the loop, not N. ``drain`` then resolves every queued future on the loop's thread, the only
 thread allowed to touch them. The futures are plain ``asyncio.Future`` objects, as aiokafka's.
 
+A record's future is out of the GC's lists. Thousands are in flight at a time, and the GC walked
+each one at every young collection until it moved it to the oldest generation, whose growth then
+triggered full collections: a tenth of the CPU of a send loop went to walking them. A pending
+future may be in a cycle (its callbacks lead to the task awaiting it, whose frame holds it), but
+the record's delivery holds it until it resolves, so that cycle is never garbage before then. On
+success the future holds its loop and its RecordMetadata (an untracked tuple of str and int)
+only: nothing leads back to it, and it stays untracked. A future that fails (its exception's
+traceback may lead back to it) or that its awaiter cancelled goes back into the GC's lists when
+its delivery resolves it, as do the futures of deliveries dropped because the loop is closed.
+(A reference cycle hung on a resolved future as an attribute would not be collected.)
+
 Why no delivery is left behind: ``drain`` clears the flag *before* it takes the queue, and a
 completing thread appends *before* it reads the flag. So a delivery is either in the list a
 drain takes, or its thread finds the flag clear and schedules a new drain. Two threads racing on
@@ -31,6 +42,8 @@ from cproducer.aio.structs import RecordMetadata
 
 cdef extern from "Python.h":
     void PyObject_GC_UnTrack(void *op)
+    void PyObject_GC_Track(void *op)
+    int PyObject_GC_IsTracked(object op)
     object PyType_GenericAlloc(type t, Py_ssize_t nitems)
     void PyTuple_SET_ITEM(object t, Py_ssize_t i, object item)  # steals a reference
 
@@ -39,6 +52,17 @@ cdef object _Future = asyncio.Future
 cdef object _future_done = asyncio.Future.done
 cdef object _set_result = asyncio.Future.set_result
 cdef object _set_exception = asyncio.Future.set_exception
+
+
+cdef inline object _untracked_future(object loop):
+    future = _Future(loop=loop)
+    PyObject_GC_UnTrack(<void*>future)
+    return future
+
+
+cdef inline void _track(object future):
+    if not PyObject_GC_IsTracked(future):
+        PyObject_GC_Track(<void*>future)
 
 
 cdef inline void _put(object t, Py_ssize_t i, object item):
@@ -79,8 +103,19 @@ cdef class LoopCompletions:
                 self._call_soon_threadsafe(self.drain)
             except RuntimeError:  # the loop is closed: nobody is left to await the futures
                 self._scheduled = False
-                self._queue.clear()
+                self._abandon()
         return 0
+
+    cdef void _abandon(self) noexcept:
+        # the queued futures go back into the GC's lists (a pending one may be in a cycle with
+        # the task that awaited it), then the queue is dropped
+        cdef object delivery
+        for delivery in self._queue:
+            if type(delivery) is RecordDelivery:
+                future = (<RecordDelivery>delivery).future
+                if future is not None:
+                    _track(future)
+        self._queue.clear()
 
     def drain(self):
         """Resolve every queued future (on the loop's thread)."""
@@ -112,8 +147,11 @@ cdef class LoopCompletions:
         """(future, callback) for one record sent with the engine's ``send``."""
         cdef RecordDelivery delivery = RecordDelivery.__new__(RecordDelivery)
         delivery.completions = self
-        delivery.future = _Future(loop=self.loop)
+        delivery.future = _untracked_future(self.loop)
         return delivery.future, delivery
+
+    cdef object new_future(self):
+        return _untracked_future(self.loop)
 
     def new_batch_delivery(self, to_metadata):
         """(future, callback) for a ``send_many`` call: the callback takes the engine's
@@ -134,8 +172,14 @@ cdef class RecordDelivery:
     queue while it waits to be drained (emptied if the loop is closed)."""
 
     def __call__(self, metadata, error):
-        # on the engine's Sender thread (or whichever thread completes the record)
-        self.result = metadata if error is None else error
+        # on the engine's Sender thread (or whichever thread completes the record). The
+        # RecordMetadata is made here, so the engine's tuple (in the GC's lists) dies at once
+        # rather than waiting for the loop.
+        if error is not None:
+            self.result = error
+        elif self.completions.acks != 0:
+            self.result = self.completions.record_metadata(<tuple>metadata)
+        # (acks=0: None, no offset to give, as aiokafka)
         self.completions.push(self)
 
     cdef int resolve(self) except -1:
@@ -143,13 +187,13 @@ cdef class RecordDelivery:
         result = self.result
         self.future = self.result = None
         if _future_done(future):  # cancelled by its awaiter: the record is still sent
+            _track(future)  # (it may hold its CancelledError and, through that, a cycle)
             return 0
         if isinstance(result, BaseException):
+            _track(future)  # the error's traceback may lead back to the future
             _set_exception(future, translate(result))
-        elif self.completions.acks == 0:
-            _set_result(future, None)  # no offset to give, as aiokafka
         else:
-            _set_result(future, self.completions.record_metadata(<tuple>result))
+            _set_result(future, result)  # untracked for good: it holds no cycle (see above)
         return 0
 
 

@@ -130,7 +130,7 @@ cdef class AioFastSend:
         # thread appends: the free memory cannot shrink before the append)
         if self.pool.available_memory < self.batch_size:
             return await self.slow(topic, value, key, partition, timestamp_ms, headers)
-        future = _Future(loop=self.loop)  # (no loop: a getpid() call to find it)
+        future = self.completions.new_future()
         delivery = RecordDelivery.__new__(RecordDelivery)
         delivery.completions = self.completions
         delivery.future = future
