@@ -5,6 +5,7 @@ cimport cython
 @cython.final
 cdef class LoopCompletions:
     cdef readonly object loop
+    cdef dict _future_kwargs  # {"loop": loop}: asyncio.Future's keywords
     cdef object _call_soon_threadsafe
     cdef list _queue
     cdef bint _scheduled

@@ -54,8 +54,28 @@ cdef object _set_result = asyncio.Future.set_result
 cdef object _set_exception = asyncio.Future.set_exception
 
 
-cdef inline object _untracked_future(object loop):
-    future = _Future(loop=loop)
+cdef extern from *:
+    """
+    /* asyncio.Future(loop=loop) as type.__call__ makes it (tp_new, then tp_init), but with the
+       keywords in a dict made once per producer: a call of the type itself builds an argument
+       tuple and a keyword dict per future (the type has no vectorcall). */
+    static PyObject *cproducer_new_instance(PyObject *type, PyObject *args, PyObject *kwargs) {
+        PyTypeObject *t = (PyTypeObject *)type;
+        PyObject *obj = t->tp_new(t, args, kwargs);
+        if (obj == NULL)
+            return NULL;
+        if (t->tp_init != NULL && t->tp_init(obj, args, kwargs) < 0) {
+            Py_DECREF(obj);
+            return NULL;
+        }
+        return obj;
+    }
+    """
+    object cproducer_new_instance(object type, tuple args, dict kwargs)
+
+
+cdef inline object _untracked_future(dict future_kwargs):
+    future = cproducer_new_instance(_Future, (), future_kwargs)
     PyObject_GC_UnTrack(<void*>future)
     return future
 
@@ -88,6 +108,7 @@ cdef class LoopCompletions:
 
     def __init__(self, loop, int acks):
         self.loop = loop
+        self._future_kwargs = {"loop": loop}
         self._call_soon_threadsafe = loop.call_soon_threadsafe
         self._queue = []
         self._scheduled = False
@@ -147,11 +168,11 @@ cdef class LoopCompletions:
         """(future, callback) for one record sent with the engine's ``send``."""
         cdef RecordDelivery delivery = RecordDelivery.__new__(RecordDelivery)
         delivery.completions = self
-        delivery.future = _untracked_future(self.loop)
+        delivery.future = _untracked_future(self._future_kwargs)
         return delivery.future, delivery
 
     cdef object new_future(self):
-        return _untracked_future(self.loop)
+        return _untracked_future(self._future_kwargs)
 
     def new_batch_delivery(self, to_metadata):
         """(future, callback) for a ``send_many`` call: the callback takes the engine's
