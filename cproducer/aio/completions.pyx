@@ -24,9 +24,17 @@ traceback may lead back to it) or that its awaiter cancelled goes back into the 
 its delivery resolves it, as do the futures of deliveries dropped because the loop is closed.
 (A reference cycle hung on a resolved future as an attribute would not be collected.)
 
+While a send runs on the loop's thread, the loop is busy and no wake-up is needed: the send
+path queues one drain with ``call_soon`` (``drain_on_loop``), which the loop runs before it next
+waits, and while that drain is queued a completing thread only appends to the queue. This keeps
+the I/O thread from writing to the loop's self-pipe in the middle of its work: that write gives
+up the GIL, the busy loop thread takes it, and the I/O thread then waits for it up to the
+interpreter's switch interval (5 ms) before it can go on with the next request.
+
 Why no delivery is left behind: ``drain`` clears the flag *before* it takes the queue, and a
 completing thread appends *before* it reads the flag. So a delivery is either in the list a
-drain takes, or its thread finds the flag clear and schedules a new drain. Two threads racing on
+drain takes, or its thread finds the flag clear and schedules a new drain. The same holds for
+the queued drain's flag (cleared before its drain takes the queue). Two threads racing on
 a clear flag schedule two drains; the second finds an empty list. Taking the list is one swap
 under the GIL (no Python code runs between reading and replacing it).
 """
@@ -110,15 +118,17 @@ cdef class LoopCompletions:
         self.loop = loop
         self._future_kwargs = {"loop": loop}
         self._call_soon_threadsafe = loop.call_soon_threadsafe
+        self._call_soon = loop.call_soon
         self._queue = []
         self._scheduled = False
+        self._drain_queued = False
         self.acks = acks
         self.handovers = 0
 
     cdef int push(self, object delivery) except -1:
         """Queue one completed delivery (any thread)."""
         self._queue.append(delivery)
-        if not self._scheduled:
+        if not self._scheduled and not self._drain_queued:
             self._scheduled = True
             try:
                 self._call_soon_threadsafe(self.drain)
@@ -138,8 +148,25 @@ cdef class LoopCompletions:
                     _track(future)
         self._queue.clear()
 
+    cdef int drain_on_loop(self) except -1:
+        """On the loop's thread, while it runs a send: queue a drain with ``call_soon`` (once
+        until it ran). The loop runs its ready callbacks before it next waits, so that drain
+        resolves whatever completes meanwhile, and the completing thread need not wake the loop
+        (see the module's docstring)."""
+        if not self._drain_queued:
+            self._drain_queued = True
+            self._call_soon(self._queued_drain)
+        return 0
+
+    def _queued_drain(self):
+        self._drain_queued = False
+        self._drain()
+
     def drain(self):
         """Resolve every queued future (on the loop's thread)."""
+        self._drain()
+
+    cdef int _drain(self) except -1:
         cdef list items
         self._scheduled = False
         self.handovers += 1

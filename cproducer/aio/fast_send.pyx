@@ -217,6 +217,7 @@ cdef class AioFastSend:
             self.engine_send(topic, value, key, None, part, timestamp_ms, delivery)
         except engine_errors.KafkaError as exc:
             raise translate(exc) from exc
+        self.completions.drain_on_loop()
         return future
 
 
