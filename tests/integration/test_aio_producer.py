@@ -727,6 +727,8 @@ def test_completions_reach_the_loop_a_batch_at_a_time(
             futures = [await producer.send(topic, b"%05d" % i, key=b"%d" % i) for i in range(n)]
             metas = await asyncio.gather(*futures)
             assert sorted(m.offset for m in metas)[-1] < n
+            # the futures stay out of the GC's lists (see completions.pyx)
+            assert not any(gc.is_tracked(f) for f in futures)
             # aiokafka's named tuple, made in C: a real tuple, out of the GC's lists (its
             # TopicPartition is the engine's, one per batch)
             md = metas[0]
@@ -766,6 +768,7 @@ def test_a_failed_record_makes_the_commit_raise_its_error(broker: LocalBroker) -
             doomed = await producer.send(topic, b"doomed")
             with pytest.raises(errors.TopicAuthorizationFailedError):
                 await doomed
+            assert gc.is_tracked(doomed)  # a failed future is back in the GC's lists
             with pytest.raises(errors.TopicAuthorizationFailedError):
                 await producer.commit_transaction()
             with pytest.raises(errors.IllegalOperation):
