@@ -32,6 +32,9 @@ import sys
 import time
 from typing import Any, Awaitable, Callable, Deque, Dict, List
 
+# this checkout's cproducer, not an installed one (the clients' child processes get this path too)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
 VALUE_SIZE = 100
 DISTINCT_KEYS = 1000
 PARTITIONS = 6
