@@ -743,9 +743,10 @@ def test_completions_reach_the_loop_a_batch_at_a_time(
     loop_drains = [cb for cb in queued if getattr(cb, "__name__", "") == "_queued_drain"]
     assert sent["records"] == n
     assert sent["batches"] < n / 50  # 16 KiB batches of these records
-    # the sends ran without a pause: one drain queued by them, then one wake-up per batch at most
+    # the sends ran without a pause: one drain queued by them (it takes whatever completed while
+    # they ran), then at most one wake-up per batch completed after them
     assert len(loop_drains) == 1, len(loop_drains)
-    assert 0 < len(drains) <= sent["batches"], (len(drains), sent)
+    assert len(drains) <= sent["batches"], (len(drains), sent)
     assert len(read_back(broker.bootstrap_servers, topic, 3, n)) == n
 
 
