@@ -3,11 +3,13 @@
 One fresh LocalBroker; each client runs in its own child process (its CPU time is its own, all
 threads included) on its own topic, the clients alternating round by round. The workload is the
 same for all: N x 100-byte values, 1,000 distinct keys, 6 partitions, acks=all, linger 5 ms, no
-compression, and every record's future awaited: the records are sent in chunks of 1,000, each
-chunk's futures awaited while the next chunks are sent, at most 16 chunks outstanding; a chunk is
-awaited with ``asyncio.gather`` (``--await-mode gather``, the default) or one ``await`` per future
-in send order (``--await-mode each``: no gather machinery, whose per-future callbacks cost every
-client the same few microseconds). Only the sending and awaiting is timed, not start/stop.
+compression, and every record's future awaited: the records are sent in chunks of 1,000 (one
+``await`` of the client's own coroutine per record, ``send`` or confluent's ``produce``, the
+topic bound with ``functools.partial``: no coroutine of the benchmark's around it), each chunk's
+futures awaited while the next chunks are sent, at most 16 chunks outstanding; a chunk is awaited
+with ``asyncio.gather`` (``--await-mode gather``, the default) or one ``await`` per future in send
+order (``--await-mode each``: no gather machinery, whose per-future callbacks cost every client
+the same few microseconds). Only the sending and awaiting is timed, not start/stop.
 Prints each round, then the medians and the ratios of cproducer.aio's msg/s to each peer's.
 
     python benchmarks/compare_async.py [--records 100000] [--rounds 5] [--await-mode each]
@@ -19,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import functools
 import json
 import multiprocessing as mp
 import os
@@ -28,6 +31,9 @@ import statistics
 import sys
 import time
 from typing import Any, Awaitable, Callable, Deque, Dict, List
+
+# this checkout's cproducer, not an installed one (the clients' child processes get this path too)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 VALUE_SIZE = 100
 DISTINCT_KEYS = 1000
@@ -43,8 +49,10 @@ def _cpu_s() -> float:
     return r.ru_utime + r.ru_stime
 
 
-async def _drive(send: Callable[[bytes, bytes], Awaitable[Any]], n: int) -> int:
-    """Send n records through ``send`` (returns the record's future), awaiting every future."""
+async def _drive(send: Callable[..., Awaitable[Any]], n: int) -> int:
+    """Send n records with ``await send(value, key=key)`` (the client's own coroutine with the
+    topic bound: no coroutine of the benchmark's around each call), awaiting every record's
+    future."""
     keys = [f"key-{i:06d}".encode() for i in range(DISTINCT_KEYS)]
     value = b"v" * VALUE_SIZE
     outstanding: Deque[Any] = collections.deque()
@@ -63,7 +71,9 @@ async def _drive(send: Callable[[bytes, bytes], Awaitable[Any]], n: int) -> int:
         return delivered
 
     for start in range(0, n, CHUNK):
-        futures = [await send(value, keys[i % DISTINCT_KEYS]) for i in range(start, start + CHUNK)]
+        futures = [
+            await send(value, key=keys[i % DISTINCT_KEYS]) for i in range(start, start + CHUNK)
+        ]
         if AWAIT_MODE == "gather":
             outstanding.append(asyncio.gather(*futures, return_exceptions=True))
         else:
@@ -79,16 +89,12 @@ async def _aiokafka_style(cls: Any, bootstrap: str, topic: str, n: int) -> Dict[
     producer = cls(bootstrap_servers=bootstrap, acks="all", linger_ms=5)
     await producer.start()
     try:
-
-        async def send(value: bytes, key: bytes) -> Any:
-            return await producer.send(topic, value, key=key)
-
-        return await _timed(send, n)
+        return await _timed(functools.partial(producer.send, topic), n)
     finally:
         await producer.stop()
 
 
-async def _timed(send: Callable[[bytes, bytes], Awaitable[Any]], n: int) -> Dict[str, float]:
+async def _timed(send: Callable[..., Awaitable[Any]], n: int) -> Dict[str, float]:
     cpu0, t0 = _cpu_s(), time.perf_counter()
     delivered = await _drive(send, n)
     return {"delivered": delivered, "wall_s": time.perf_counter() - t0, "cpu_s": _cpu_s() - cpu0}
@@ -111,11 +117,7 @@ async def run_confluent_aio(bootstrap: str, topic: str, n: int) -> Dict[str, flo
 
     producer = AIOProducer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5})
     try:
-
-        async def send(value: bytes, key: bytes) -> Any:
-            return await producer.produce(topic, value=value, key=key)
-
-        return await _timed(send, n)
+        return await _timed(functools.partial(producer.produce, topic), n)
     finally:
         await producer.close()
 

@@ -5,16 +5,25 @@ cimport cython
 @cython.final
 cdef class LoopCompletions:
     cdef readonly object loop
+    cdef dict _future_kwargs  # {"loop": loop}: asyncio.Future's keywords
     cdef object _call_soon_threadsafe
+    cdef object _call_soon
     cdef list _queue
+    # a drain is scheduled with call_soon_threadsafe (by a completing thread)
     cdef bint _scheduled
+    # a drain is queued with call_soon by the loop's own thread (drain_on_loop)
+    cdef bint _drain_queued
     # acks=0: an awaited send gives None (there is no offset), as in aiokafka
     cdef readonly int acks
     # how many times the loop was woken up for completions (tests, benchmarks)
     cdef public long long handovers
 
     cdef int push(self, object delivery) except -1
+    cdef int drain_on_loop(self) except -1
+    cdef int _drain(self) except -1
     cdef object record_metadata(self, tuple md)
+    cdef object new_future(self)
+    cdef void _abandon(self) noexcept
 
 
 @cython.final

@@ -13,9 +13,28 @@ delivery on the producer's ``LoopCompletions``; when no hand-over is pending it 
 of the loop, not N. ``drain`` then resolves every queued future on the loop's thread, the only
 thread allowed to touch them. The futures are plain ``asyncio.Future`` objects, as aiokafka's.
 
+A record's future is out of the GC's lists. Thousands are in flight at a time, and the GC walked
+each one at every young collection until it moved it to the oldest generation, whose growth then
+triggered full collections: a tenth of the CPU of a send loop went to walking them. A pending
+future may be in a cycle (its callbacks lead to the task awaiting it, whose frame holds it), but
+the record's delivery holds it until it resolves, so that cycle is never garbage before then. On
+success the future holds its loop and its RecordMetadata (an untracked tuple of str and int)
+only: nothing leads back to it, and it stays untracked. A future that fails (its exception's
+traceback may lead back to it) or that its awaiter cancelled goes back into the GC's lists when
+its delivery resolves it, as do the futures of deliveries dropped because the loop is closed.
+(A reference cycle hung on a resolved future as an attribute would not be collected.)
+
+While a send runs on the loop's thread, the loop is busy and no wake-up is needed: the send
+path queues one drain with ``call_soon`` (``drain_on_loop``), which the loop runs before it next
+waits, and while that drain is queued a completing thread only appends to the queue. This keeps
+the I/O thread from writing to the loop's self-pipe in the middle of its work: that write gives
+up the GIL, the busy loop thread takes it, and the I/O thread then waits for it up to the
+interpreter's switch interval (5 ms) before it can go on with the next request.
+
 Why no delivery is left behind: ``drain`` clears the flag *before* it takes the queue, and a
 completing thread appends *before* it reads the flag. So a delivery is either in the list a
-drain takes, or its thread finds the flag clear and schedules a new drain. Two threads racing on
+drain takes, or its thread finds the flag clear and schedules a new drain. The same holds for
+the queued drain's flag (cleared before its drain takes the queue). Two threads racing on
 a clear flag schedule two drains; the second finds an empty list. Taking the list is one swap
 under the GIL (no Python code runs between reading and replacing it).
 """
@@ -23,7 +42,8 @@ under the GIL (no Python code runs between reading and replacing it).
 import asyncio
 
 cimport cython
-from cpython.ref cimport Py_INCREF
+from cpython.list cimport PyList_GET_ITEM
+from cpython.ref cimport PyObject, Py_INCREF
 
 from cproducer.aio.errors import translate
 from cproducer.aio.structs import RecordMetadata
@@ -31,6 +51,8 @@ from cproducer.aio.structs import RecordMetadata
 
 cdef extern from "Python.h":
     void PyObject_GC_UnTrack(void *op)
+    void PyObject_GC_Track(void *op)
+    int PyObject_GC_IsTracked(object op)
     object PyType_GenericAlloc(type t, Py_ssize_t nitems)
     void PyTuple_SET_ITEM(object t, Py_ssize_t i, object item)  # steals a reference
 
@@ -39,6 +61,61 @@ cdef object _Future = asyncio.Future
 cdef object _future_done = asyncio.Future.done
 cdef object _set_result = asyncio.Future.set_result
 cdef object _set_exception = asyncio.Future.set_exception
+
+
+cdef extern from *:
+    """
+    /* asyncio.Future(loop=loop) as type.__call__ makes it (tp_new, then tp_init), but with the
+       keywords in a dict made once per producer: a call of the type itself builds an argument
+       tuple and a keyword dict per future (the type has no vectorcall). */
+    static PyObject *cproducer_new_instance(PyObject *type, PyObject *args, PyObject *kwargs) {
+        PyTypeObject *t = (PyTypeObject *)type;
+        PyObject *obj = t->tp_new(t, args, kwargs);
+        if (obj == NULL)
+            return NULL;
+        if (t->tp_init != NULL && t->tp_init(obj, args, kwargs) < 0) {
+            Py_DECREF(obj);
+            return NULL;
+        }
+        return obj;
+    }
+    """
+    object cproducer_new_instance(object type, tuple args, dict kwargs)
+
+
+cdef inline object _untracked_future(dict future_kwargs):
+    future = cproducer_new_instance(_Future, (), future_kwargs)
+    PyObject_GC_UnTrack(<void*>future)
+    return future
+
+
+cdef inline void _track(object future):
+    if not PyObject_GC_IsTracked(future):
+        PyObject_GC_Track(<void*>future)
+
+
+cdef extern from *:
+    """
+    #if defined(__GNUC__) || defined(__clang__)
+    #define cproducer_prefetch(p) __builtin_prefetch((const void *)(p), 1, 3)
+    #else
+    #define cproducer_prefetch(p) ((void)(p))
+    #endif
+    """
+    void cproducer_prefetch(const void* p) noexcept nogil
+
+# drain prefetches a delivery this many ahead, and what it points to half as many ahead (the
+# delivery is in the cache by then)
+cdef enum:
+    _AHEAD = 16
+
+
+cdef inline void _prefetch_results(object delivery) noexcept:
+    cdef RecordDelivery d
+    if type(delivery) is RecordDelivery:
+        d = <RecordDelivery>delivery
+        cproducer_prefetch(<PyObject*>d.future)
+        cproducer_prefetch(<PyObject*>d.result)
 
 
 cdef inline void _put(object t, Py_ssize_t i, object item):
@@ -64,32 +141,72 @@ cdef class LoopCompletions:
 
     def __init__(self, loop, int acks):
         self.loop = loop
+        self._future_kwargs = {"loop": loop}
         self._call_soon_threadsafe = loop.call_soon_threadsafe
+        self._call_soon = loop.call_soon
         self._queue = []
         self._scheduled = False
+        self._drain_queued = False
         self.acks = acks
         self.handovers = 0
 
     cdef int push(self, object delivery) except -1:
         """Queue one completed delivery (any thread)."""
         self._queue.append(delivery)
-        if not self._scheduled:
+        if not self._scheduled and not self._drain_queued:
             self._scheduled = True
             try:
                 self._call_soon_threadsafe(self.drain)
             except RuntimeError:  # the loop is closed: nobody is left to await the futures
                 self._scheduled = False
-                self._queue.clear()
+                self._abandon()
         return 0
+
+    cdef void _abandon(self) noexcept:
+        # the queued futures go back into the GC's lists (a pending one may be in a cycle with
+        # the task that awaited it), then the queue is dropped
+        cdef object delivery
+        for delivery in self._queue:
+            if type(delivery) is RecordDelivery:
+                future = (<RecordDelivery>delivery).future
+                if future is not None:
+                    _track(future)
+        self._queue.clear()
+
+    cdef int drain_on_loop(self) except -1:
+        """On the loop's thread, while it runs a send: queue a drain with ``call_soon`` (once
+        until it ran). The loop runs its ready callbacks before it next waits, so that drain
+        resolves whatever completes meanwhile, and the completing thread need not wake the loop
+        (see the module's docstring)."""
+        if not self._drain_queued:
+            self._drain_queued = True
+            self._call_soon(self._queued_drain)
+        return 0
+
+    def _queued_drain(self):
+        self._drain_queued = False
+        self._drain()
 
     def drain(self):
         """Resolve every queued future (on the loop's thread)."""
+        self._drain()
+
+    cdef int _drain(self) except -1:
         cdef list items
+        cdef Py_ssize_t i, n
         self._scheduled = False
         self.handovers += 1
         items = self._queue
         self._queue = []
-        for delivery in items:
+        n = len(items)
+        for i in range(n):
+            # the futures were made thousands of records ago and the results on the I/O
+            # thread's core: fetch the ones a few deliveries ahead while this one resolves
+            if i + _AHEAD < n:
+                cproducer_prefetch(PyList_GET_ITEM(items, i + _AHEAD))  # (borrowed: no write)
+            if i + _AHEAD // 2 < n:
+                _prefetch_results(items[i + _AHEAD // 2])
+            delivery = items[i]
             if type(delivery) is RecordDelivery:
                 (<RecordDelivery>delivery).resolve()
             else:
@@ -112,8 +229,11 @@ cdef class LoopCompletions:
         """(future, callback) for one record sent with the engine's ``send``."""
         cdef RecordDelivery delivery = RecordDelivery.__new__(RecordDelivery)
         delivery.completions = self
-        delivery.future = _Future(loop=self.loop)
+        delivery.future = _untracked_future(self._future_kwargs)
         return delivery.future, delivery
+
+    cdef object new_future(self):
+        return _untracked_future(self._future_kwargs)
 
     def new_batch_delivery(self, to_metadata):
         """(future, callback) for a ``send_many`` call: the callback takes the engine's
@@ -134,8 +254,14 @@ cdef class RecordDelivery:
     queue while it waits to be drained (emptied if the loop is closed)."""
 
     def __call__(self, metadata, error):
-        # on the engine's Sender thread (or whichever thread completes the record)
-        self.result = metadata if error is None else error
+        # on the engine's Sender thread (or whichever thread completes the record). The
+        # RecordMetadata is made here, so the engine's tuple (in the GC's lists) dies at once
+        # rather than waiting for the loop.
+        if error is not None:
+            self.result = error
+        elif self.completions.acks != 0:
+            self.result = self.completions.record_metadata(<tuple>metadata)
+        # (acks=0: None, no offset to give, as aiokafka)
         self.completions.push(self)
 
     cdef int resolve(self) except -1:
@@ -143,13 +269,13 @@ cdef class RecordDelivery:
         result = self.result
         self.future = self.result = None
         if _future_done(future):  # cancelled by its awaiter: the record is still sent
+            _track(future)  # (it may hold its CancelledError and, through that, a cycle)
             return 0
         if isinstance(result, BaseException):
+            _track(future)  # the error's traceback may lead back to the future
             _set_exception(future, translate(result))
-        elif self.completions.acks == 0:
-            _set_result(future, None)  # no offset to give, as aiokafka
         else:
-            _set_result(future, self.completions.record_metadata(<tuple>result))
+            _set_result(future, result)  # untracked for good: it holds no cycle (see above)
         return 0
 
 

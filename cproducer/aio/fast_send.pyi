@@ -1,5 +1,5 @@
 import asyncio
-from typing import Any, Callable, Dict, FrozenSet, Optional, Tuple
+from typing import Any, Callable, Coroutine, Dict, FrozenSet, Generator, Optional, Tuple
 
 class TopicPartitions:
     version: int
@@ -38,3 +38,12 @@ class AioFastSend:
         timestamp_ms: Optional[int] = ...,
         headers: Any = ...,
     ) -> asyncio.Future[Any]: ...
+
+class SendCoroutine(Coroutine[Any, Any, asyncio.Future[Any]]):
+    cr_await: Any
+    cr_running: bool
+    def __await__(self) -> Generator[Any, None, asyncio.Future[Any]]: ...
+    def __next__(self) -> Any: ...
+    def send(self, value: Any) -> Any: ...
+    def throw(self, *args: Any) -> Any: ...
+    def close(self) -> None: ...

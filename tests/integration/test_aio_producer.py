@@ -107,6 +107,37 @@ def test_send_returns_a_future_to_await_later(
     ]
 
 
+def test_send_is_a_coroutine_that_does_nothing_until_awaited(
+    peer: types.SimpleNamespace, broker: LocalBroker, new_topic: Callable[..., str]
+) -> None:
+    """``send`` is an ``async def`` in aiokafka: calling it gives a coroutine, which sends
+    nothing until awaited (Python warns when one is dropped unawaited), runs as a task, and takes
+    ``close`` and ``throw`` as a coroutine that has not started."""
+    topic = new_topic(1)
+
+    async def scenario() -> Any:
+        async with peer.AIOKafkaProducer(bootstrap_servers=broker.bootstrap_servers) as producer:
+            assert asyncio.iscoroutinefunction(producer.send)
+            dropped = producer.send(topic, b"dropped")
+            assert asyncio.iscoroutine(dropped)
+            with pytest.warns(RuntimeWarning, match="'AIOKafkaProducer.send' was never awaited"):
+                del dropped
+                gc.collect()
+            producer.send(topic, b"closed").close()
+            thrown = producer.send(topic, b"thrown")
+            with pytest.raises(ValueError, match="into the coroutine"):
+                thrown.throw(ValueError("into the coroutine"))
+            task = asyncio.create_task(producer.send(topic, b"as a task"))
+            first = await (await task)
+            second = await (await producer.send(topic, b"awaited"))
+            return first, second
+
+    first, second = run(scenario())
+    assert (first.offset, second.offset) == (0, 1)
+    records = read_back(broker.bootstrap_servers, topic, 1, 2)
+    assert [r.value for r in records] == [b"as a task", b"awaited"]
+
+
 def test_keys_go_to_their_murmur2_partition_and_no_key_to_a_random_one(
     peer: types.SimpleNamespace, broker: LocalBroker, new_topic: Callable[..., str]
 ) -> None:
@@ -665,29 +696,39 @@ def test_a_fenced_producer_raises_producer_fenced(
 def test_completions_reach_the_loop_a_batch_at_a_time(
     broker: LocalBroker, new_topic: Callable[..., str]
 ) -> None:
-    """The engine completes records on its I/O thread; each completed batch wakes the loop once
-    (one call_soon_threadsafe), not once per record."""
+    """The engine completes records on its I/O thread; the loop resolves them a batch at a time:
+    each drain is one call_soon_threadsafe from that thread (when the loop may be waiting) or
+    one call_soon queued by the send path while the loop runs, never one per record."""
     from cproducer.aio import AIOKafkaProducer, RecordMetadata
 
     topic = new_topic(3)
     n = 20_000
     wakeups: List[Any] = []
+    queued: List[Any] = []
 
     async def scenario() -> Dict[str, int]:
         loop = asyncio.get_running_loop()
         call_soon_threadsafe = loop.call_soon_threadsafe
+        call_soon = loop.call_soon
 
         def counting(callback: Any, *args: Any, **kwargs: Any) -> Any:
             wakeups.append(callback)
             return call_soon_threadsafe(callback, *args, **kwargs)
 
+        def counting_queued(callback: Any, *args: Any, **kwargs: Any) -> Any:
+            queued.append(callback)
+            return call_soon(callback, *args, **kwargs)
+
         loop.call_soon_threadsafe = counting  # type: ignore[method-assign]
+        loop.call_soon = counting_queued  # type: ignore[method-assign]
         async with AIOKafkaProducer(
             bootstrap_servers=broker.bootstrap_servers, linger_ms=20
         ) as producer:
             futures = [await producer.send(topic, b"%05d" % i, key=b"%d" % i) for i in range(n)]
             metas = await asyncio.gather(*futures)
             assert sorted(m.offset for m in metas)[-1] < n
+            # the futures stay out of the GC's lists (see completions.pyx)
+            assert not any(gc.is_tracked(f) for f in futures)
             # aiokafka's named tuple, made in C: a real tuple, out of the GC's lists (its
             # TopicPartition is the engine's, one per batch)
             md = metas[0]
@@ -699,9 +740,13 @@ def test_completions_reach_the_loop_a_batch_at_a_time(
 
     sent = run(scenario())
     drains = [cb for cb in wakeups if getattr(cb, "__name__", "") == "drain"]
+    loop_drains = [cb for cb in queued if getattr(cb, "__name__", "") == "_queued_drain"]
     assert sent["records"] == n
     assert sent["batches"] < n / 50  # 16 KiB batches of these records
-    assert 0 < len(drains) <= sent["batches"], (len(drains), sent)
+    # the sends ran without a pause: one drain queued by them (it takes whatever completed while
+    # they ran), then at most one wake-up per batch completed after them
+    assert len(loop_drains) == 1, len(loop_drains)
+    assert len(drains) <= sent["batches"], (len(drains), sent)
     assert len(read_back(broker.bootstrap_servers, topic, 3, n)) == n
 
 
@@ -724,6 +769,7 @@ def test_a_failed_record_makes_the_commit_raise_its_error(broker: LocalBroker) -
             doomed = await producer.send(topic, b"doomed")
             with pytest.raises(errors.TopicAuthorizationFailedError):
                 await doomed
+            assert gc.is_tracked(doomed)  # a failed future is back in the GC's lists
             with pytest.raises(errors.TopicAuthorizationFailedError):
                 await producer.commit_transaction()
             with pytest.raises(errors.IllegalOperation):
