@@ -233,6 +233,39 @@ def test_compressed_records_go_past_the_callers_buffer_under_the_estimate(codec)
     assert decode(data) == expected(recs)
 
 
+@pytest.mark.parametrize("codec", [CODEC_GZIP, CODEC_SNAPPY, CODEC_LZ4])
+def test_records_compressed_already_count_their_real_size(codec) -> None:
+    """Java's hasRoomFor (the estimate so far + the new record uncompressed <= batch.size), where
+    lz4 and snappy estimate only the stage: the records compressed already count their real
+    bytes. A topic estimate far above the real ratio (it rises at once, falls 0.005 a batch) then
+    no longer closes batches of compressible records early; the batch stays within batch.size.
+    gzip, whose stream keeps bytes inside zlib, keeps Java's estimate for every record."""
+    limit, estimate, value = 16384, 0.5, b"v" * 2000
+    b = RecordBatchBuilder(bytearray(limit), codec, limit, compression_ratio_estimate=estimate)
+    recs: list = []
+    while b.try_append(NOW, b"key", value, []) >= 0:
+        recs.append((NOW, b"key", value, []))
+    java, written = 1, record_size_in_bytes(0, 0, b"key", value)  # the first always goes in
+    while True:  # Java's estimatedBytesWritten + the next record <= writeLimit
+        size = record_size_in_bytes(java, 0, b"key", value)
+        if (
+            RECORD_BATCH_OVERHEAD
+            + int(written * estimate * COMPRESSION_RATE_ESTIMATION_FACTOR)
+            + size
+            > limit
+        ):
+            break
+        java, written = java + 1, written + size
+    if codec == CODEC_GZIP:
+        assert len(recs) == java
+    else:
+        assert len(recs) > 3 * java
+    b.close()
+    data = bytes(b.buffer())
+    assert len(data) <= limit
+    assert decode(data) == expected(recs)
+
+
 @pytest.mark.parametrize("codec", [CODEC_GZIP, CODEC_SNAPPY, CODEC_LZ4, CODEC_ZSTD])
 def test_records_larger_than_the_callers_buffer_among_compressed_ones(codec) -> None:
     """A record larger than the stage moves it to a larger private buffer; the batch decodes."""

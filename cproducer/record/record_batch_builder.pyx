@@ -124,6 +124,7 @@ cdef Py_ssize_t _lz4_state_size = 0
 cdef bint _lz4_looked_up = False
 cdef bytes _lz4_header = None
 cdef Py_ssize_t LZ4_BLOCK_MAX = _compression.LZ4_BLOCK_MAX
+cdef int CODEC_GZIP = _compression.CODEC_GZIP
 cdef void* _lz4_kept_state = NULL  # GIL builds: the shared state (used under the GIL only)
 cdef bint _lz4_kept_ready = False  # ... initialized by a first compression
 
@@ -674,10 +675,19 @@ cdef class RecordBatchBuilder:
         return self._charged + self._zcharged
 
     cdef Py_ssize_t _estimated(self, Py_ssize_t uncompressed) noexcept:
-        # Java's estimatedBytesWritten for ``uncompressed`` bytes of records
+        # Java's estimatedBytesWritten for ``uncompressed`` bytes of records. Java estimates all
+        # of them from the topic's ratio. Where the codec hands out everything it was given
+        # (lz4, snappy: no bytes held inside the compressor), the records already compressed
+        # (the first _woff bytes) count what they really take and only the stage's records are
+        # estimated. The topic's estimate rises at once on one worse batch and falls slowly
+        # (CompressionRatioEstimator): on its own it closes batches of very compressible
+        # records far below batch.size for many batches after every rise. gzip keeps up to
+        # tens of KiB inside zlib until the stream ends: Java's estimate for all of it.
         if self._codec == 0:
             return RECORDS_OFFSET + uncompressed
-        return RECORDS_OFFSET + <Py_ssize_t>(uncompressed * self._ratio * _RATE_FACTOR)
+        if self._zout is None or self._codec == CODEC_GZIP:
+            return RECORDS_OFFSET + <Py_ssize_t>(uncompressed * self._ratio * _RATE_FACTOR)
+        return self._zlen + <Py_ssize_t>((uncompressed - self._woff) * self._ratio * _RATE_FACTOR)
 
     cdef int append_raw(self, int64_t timestamp, const unsigned char* key, Py_ssize_t key_len,
                         const unsigned char* value, Py_ssize_t value_len,
