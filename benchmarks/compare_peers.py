@@ -13,7 +13,10 @@ R times, alternating, and prints the medians. ``--transactions K``: every client
 send, send_many) commits a transaction every K records instead.
 
 ``send_many`` sends chunks of 10,000 records (at most 4 MiB of values); ``--send-many-input
-arrow`` (the default) passes pyarrow binary arrays, ``lists`` Python lists.
+arrow`` (the default) passes pyarrow binary arrays, ``numpy`` fixed-width ``S`` arrays, ``lists``
+Python lists. ``confluent_columns`` is confluent-kafka fed from the same chunks (``to_pylist()`` /
+``tolist()``, then one ``produce`` per record): what a confluent-kafka user holding that data does,
+with the same library imported (pyarrow alone adds ~85 MB of RSS to either process).
 
     python benchmarks/compare_peers.py [--records 300000] [--clients confluent,send,send_many,...]
                                        [--value-size 100] [--buffer-memory 33554432]
@@ -32,6 +35,9 @@ import sys
 import time
 from typing import Any, Callable, Dict, List
 
+# this checkout's cproducer, not an installed one (the clients' child processes get this path too)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
 DISTINCT_KEYS = 1000
 PARTITIONS = 6
 #: set in each child from the command line
@@ -45,7 +51,8 @@ SEND_MANY_CHUNK_BYTES = 4 * 1048576
 LABELS = {
     "confluent": "confluent-kafka produce + delivery callback",
     "send": "cproducer send + callback",
-    "send_many": "cproducer send_many (lists, 10k per call)",
+    "send_many": "cproducer send_many (10k per call)",
+    "confluent_columns": "confluent-kafka produce from the send_many input",
     "kafka-python": "kafka-python send + callback",
     "aiokafka": "aiokafka send",
 }
@@ -88,7 +95,7 @@ def _reset_peak_rss() -> None:
         fh.write("5")
 
 
-def _timed(p: Any, warmup: Callable[[], None], run: Callable[[], int]) -> Dict[str, Any]:
+def _timed(warmup: Callable[[], Any], run: Callable[[], int]) -> Dict[str, Any]:
     """Warm up (connect, first batches), then measure ``run``: wall, CPU and memory."""
     warmup()
     created = _start_measuring()
@@ -121,11 +128,10 @@ def _cpu_s() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def run_confluent(bootstrap: str, topic: str, n: int, warm: int) -> Dict[str, Any]:
+def _confluent(bootstrap: str) -> Any:
     from confluent_kafka import Producer
 
-    keys, value = _workload(n)
-    p = Producer(
+    return Producer(
         {
             "bootstrap.servers": bootstrap,
             "compression.type": "lz4",
@@ -136,6 +142,11 @@ def run_confluent(bootstrap: str, topic: str, n: int, warm: int) -> Dict[str, An
             **_txn_config(),
         }
     )
+
+
+def _confluent_runner(p: Any, topic: str) -> Callable[[int, Callable[[int], Any]], int]:
+    """confluent-kafka's produce loop: ``run(count, record)`` produces ``record(i)`` = (key,
+    value) for i < count, polls every 1,000, retries on BufferError, flushes; records delivered."""
     if TXN_RECORDS:
         p.init_transactions()
     delivered = [0]
@@ -144,13 +155,14 @@ def run_confluent(bootstrap: str, topic: str, n: int, warm: int) -> Dict[str, An
         if err is None:
             delivered[0] += 1
 
-    def produce(count: int) -> int:
+    def run(count: int, record: Callable[[int], Any]) -> int:
         delivered[0] = 0
         for i in range(count):
             _txn_step(p, i)
+            key, value = record(i)
             while True:
                 try:
-                    p.produce(topic, value, keys[i % DISTINCT_KEYS], on_delivery=on_delivery)
+                    p.produce(topic, value, key, on_delivery=on_delivery)
                     break
                 except BufferError:
                     p.poll(0.01)
@@ -160,7 +172,58 @@ def run_confluent(bootstrap: str, topic: str, n: int, warm: int) -> Dict[str, An
         p.flush(60)
         return delivered[0]
 
-    return _timed(p, lambda: produce(warm) and None, lambda: produce(n))
+    return run
+
+
+def run_confluent(bootstrap: str, topic: str, n: int, warm: int) -> Dict[str, Any]:
+    keys, value = _workload(n)
+    run = _confluent_runner(_confluent(bootstrap), topic)
+
+    def record(i: int) -> Any:
+        return keys[i % DISTINCT_KEYS], value
+
+    return _timed(lambda: run(warm, record) and None, lambda: run(n, record))
+
+
+def run_confluent_columns(bootstrap: str, topic: str, n: int, warm: int) -> Dict[str, Any]:
+    """confluent-kafka fed from send_many's input: each chunk's columns turned into Python lists
+    (pyarrow's ``to_pylist``, numpy's ``tolist``) as its user would, then produced one by one."""
+    chunk, all_keys, values = _columns(n)
+    run = _confluent_runner(_confluent(bootstrap), topic)
+    rows: List[Any] = []
+
+    def record(i: int) -> Any:
+        if i % chunk == 0:
+            m = min(chunk, len(values))
+            ks, vs = all_keys[:m], values[:m]
+            if SEND_MANY_INPUT == "arrow":
+                ks, vs = ks.to_pylist(), vs.to_pylist()
+            elif SEND_MANY_INPUT == "numpy":
+                ks, vs = ks.tolist(), vs.tolist()
+            rows[:] = [ks, vs]
+        return rows[0][i % chunk], rows[1][i % chunk]
+
+    return _timed(lambda: run(warm, record) and None, lambda: run(n, record))
+
+
+def _columns(n: int) -> Any:
+    """send_many's input: (chunk, keys, values), one chunk's worth in SEND_MANY_INPUT's kind.
+    With transactions one chunk per transaction; else chunks of 10,000 records, or of 4 MiB of
+    values for large records (the input arrays are the caller's memory, not the producer's:
+    10,000 x 10 kB would be 100 MB of them)."""
+    keys, value = _workload(n)
+    chunk = TXN_RECORDS or max(1, min(10_000, SEND_MANY_CHUNK_BYTES // VALUE_SIZE))
+    all_keys: Any = [keys[i % DISTINCT_KEYS] for i in range(chunk)]
+    values: Any = [value] * chunk
+    if SEND_MANY_INPUT == "arrow":
+        import pyarrow as pa
+
+        all_keys, values = pa.array(all_keys, pa.binary()), pa.array(values, pa.binary())
+    elif SEND_MANY_INPUT == "numpy":
+        import numpy as np
+
+        all_keys, values = np.array(all_keys), np.array(values)
+    return chunk, all_keys, values
 
 
 def _cproducer(bootstrap: str) -> Any:
@@ -202,21 +265,11 @@ def run_cproducer_send(bootstrap: str, topic: str, n: int, warm: int) -> Dict[st
             p.flush()
             return delivered[0]
 
-        return _timed(p, lambda: produce(warm) and None, lambda: produce(n))
+        return _timed(lambda: produce(warm) and None, lambda: produce(n))
 
 
 def run_cproducer_send_many(bootstrap: str, topic: str, n: int, warm: int) -> Dict[str, Any]:
-    keys, value = _workload(n)
-    # with transactions: one send_many per transaction; else calls of 10,000 records, or of
-    # 4 MiB of values for large records (the input arrays are the caller's memory, not the
-    # producer's: 10,000 x 10 kB would be 100 MB of them)
-    chunk = TXN_RECORDS or max(1, min(10_000, SEND_MANY_CHUNK_BYTES // VALUE_SIZE))
-    all_keys: Any = [keys[i % DISTINCT_KEYS] for i in range(chunk)]
-    values: Any = [value] * chunk
-    if SEND_MANY_INPUT == "arrow":
-        import pyarrow as pa
-
-        all_keys, values = pa.array(all_keys, pa.binary()), pa.array(values, pa.binary())
+    chunk, all_keys, values = _columns(n)
     with _cproducer(bootstrap) as p:
         if TXN_RECORDS:
             p.init_transactions()
@@ -233,7 +286,7 @@ def run_cproducer_send_many(bootstrap: str, topic: str, n: int, warm: int) -> Di
             p.flush()
             return sum(f.get(60).delivered for f in futures)
 
-        return _timed(p, lambda: produce(warm) and None, lambda: produce(n))
+        return _timed(lambda: produce(warm) and None, lambda: produce(n))
 
 
 def run_kafka_python(bootstrap: str, topic: str, n: int, warm: int) -> Dict[str, Any]:
@@ -261,7 +314,7 @@ def run_kafka_python(bootstrap: str, topic: str, n: int, warm: int) -> Dict[str,
         return delivered[0]
 
     try:
-        return _timed(p, lambda: produce(warm) and None, lambda: produce(n))
+        return _timed(lambda: produce(warm) and None, lambda: produce(n))
     finally:
         p.close()
 
@@ -300,6 +353,7 @@ CLIENTS: Dict[str, Callable[[str, str, int, int], Dict[str, Any]]] = {
     "confluent": run_confluent,
     "send": run_cproducer_send,
     "send_many": run_cproducer_send_many,
+    "confluent_columns": run_confluent_columns,
     "kafka-python": run_kafka_python,
     "aiokafka": run_aiokafka,
 }
@@ -309,6 +363,7 @@ IMPORTS = {
     "confluent": "confluent_kafka",
     "send": "cproducer.producer.kafka_producer",
     "send_many": "cproducer.producer.kafka_producer",
+    "confluent_columns": "confluent_kafka",
     "kafka-python": "kafka",
     "aiokafka": "aiokafka",
 }
@@ -321,12 +376,12 @@ def _child(name: str, bootstrap: str, topic: str, n: int, opts: Dict[str, Any], 
     BUFFER_MEMORY = opts["buffer_memory"]
     SEND_MANY_INPUT = opts["send_many_input"]
     try:
-        if TXN_RECORDS and name not in ("confluent", "send", "send_many"):
+        if TXN_RECORDS and name not in ("confluent", "confluent_columns", "send", "send_many"):
             raise NotImplementedError("not measured with --transactions")
         import importlib
 
         importlib.import_module(IMPORTS[name])  # import time is not the client's throughput
-        if name == "send_many" and SEND_MANY_INPUT == "arrow":
+        if name in ("send_many", "confluent_columns") and SEND_MANY_INPUT == "arrow":
             importlib.import_module("pyarrow")
         res = CLIENTS[name](bootstrap, topic, n, opts["warmup"])
         out.put({"client": name, **res})
@@ -351,7 +406,7 @@ def main(argv: List[str] | None = None) -> int:
     ap.add_argument("--buffer-memory", type=int, default=33554432)
     ap.add_argument("--warmup", type=int, default=20_000, help="records sent before the clock")
     ap.add_argument("--rounds", type=int, default=1, help="alternating runs; medians printed")
-    ap.add_argument("--send-many-input", choices=("arrow", "lists"), default="arrow")
+    ap.add_argument("--send-many-input", choices=("arrow", "numpy", "lists"), default="arrow")
     args = ap.parse_args(argv)
     from cproducer.localbroker import LocalBroker
 
@@ -403,12 +458,12 @@ def main(argv: List[str] | None = None) -> int:
         + (f"; medians of {args.rounds} alternating rounds" if args.rounds > 1 else "")
     )
     print(
-        f"{'client':<14}{'msg/s':>12}{'CPU us/msg':>12}{'x msg/s':>9}{'x CPU':>7}"
+        f"{'client':<19}{'msg/s':>12}{'CPU us/msg':>12}{'x msg/s':>9}{'x CPU':>7}"
         f"{'RSS MB: created':>17}{'peak':>7}{'growth':>8}{'after':>7}{'x peak':>8}"
     )
     for r in results:
         if "error" in r:
-            print(f"{r['client']:<14} ERROR {r['error']}")
+            print(f"{r['client']:<19} ERROR {r['error']}")
             continue
         rate = args.records / r["wall_s"]
         cpu_us = r["cpu_s"] / args.records * 1e6
@@ -420,7 +475,7 @@ def main(argv: List[str] | None = None) -> int:
             peak_ratio = f"{r['rss_peak_mb'] / base['rss_peak_mb']:>8.2f}"
         growth = r["rss_peak_mb"] - r["rss_created_mb"]
         print(
-            f"{r['client']:<14}{rate:>12,.0f}{cpu_us:>12.2f}{ratios}{r['rss_created_mb']:>17.1f}"
+            f"{r['client']:<19}{rate:>12,.0f}{cpu_us:>12.2f}{ratios}{r['rss_created_mb']:>17.1f}"
             f"{r['rss_peak_mb']:>7.1f}{growth:>8.1f}{r['rss_after_mb']:>7.1f}{peak_ratio}"
         )
     if args.json:
