@@ -35,6 +35,7 @@ from cproducer.producer.columns import to_column
 from cproducer.producer.fast_send import FastSend
 from cproducer.producer.interceptors import ProducerInterceptors, ProducerRecord
 from cproducer.producer.internals.buffer_pool import BufferPool
+from cproducer.producer.internals.kafka_producer_metrics import KafkaProducerMetrics
 from cproducer.producer.internals.producer_metadata import ProducerMetadata
 from cproducer.producer.internals.record_accumulator import RecordAccumulator
 from cproducer.producer.internals.sender import Sender
@@ -62,6 +63,7 @@ from cproducer.security.login import sasl_login_from_config
 from cproducer.security.password import reveal
 from cproducer.security.sasl_authenticator import SaslClientAuthenticator
 from cproducer.utils.memory_budget import release_free_memory
+from cproducer.utils.metric_name import raw_metrics
 from cproducer.utils.murmur2 import partition_for_key
 from cproducer.utils.sampled_stat import MetricConfig
 from cproducer.utils.time import SYSTEM_CLOCK, as_clock
@@ -306,19 +308,21 @@ class KafkaProducer:
         # a send about to wait for memory wakes the Sender: sending is what frees it
         self._accumulator.memory_wait_hook = self._sender.wakeup
         self._fast: Optional[FastSend] = None
-        if not cfg["metrics_enabled"]:
-            self.metrics = self._no_metrics  # type: ignore[method-assign]
+        self._metrics_enabled = bool(cfg["metrics_enabled"])
+        self._call_metrics = KafkaProducerMetrics()
         if (
             not self._interceptors
             and self._key_serializer is None
             and self._value_serializer is None
             and self._partitioner is None
         ):
+            # the client's wake-up flags, which the fast path sets in C
+            waker = getattr(self._client, "waker", None)
             self._fast = FastSend(
                 self._accumulator,
                 self._metadata,
                 self._send_slow,
-                self._sender.wakeup,
+                self._sender.wakeup if waker is None else waker,
                 self._max_request_size,
                 self._total_memory,
                 float(self._max_block_ms),
@@ -716,6 +720,7 @@ class KafkaProducer:
                 )
             version = self._metadata.request_update_for_topic(topic)
             self._sender.wakeup()
+            waited = self._call_metrics.start()
             try:
                 self._metadata.await_update(version, remaining)
             except errors.KafkaTimeoutError:
@@ -723,6 +728,8 @@ class KafkaProducer:
                     f"topic {topic!r} not present in metadata after {self._max_block_ms} ms "
                     "(max_block_ms)"
                 ) from None
+            finally:
+                self._call_metrics.record_since("metadata-wait", waited)
             if self._closed:
                 raise errors.ProducerClosedError(
                     "the producer was closed while waiting for metadata"
@@ -749,13 +756,17 @@ class KafkaProducer:
         any earlier producer with the same id (and ending its open transaction). Call once,
         before the first ``begin_transaction``. Waits up to ``timeout`` s (default
         ``max.block.ms``); on ``KafkaTimeoutError``, calling it again waits for the same request."""
+        start = self._call_metrics.start()
         result = self._txn("init_transactions").initialize_transactions()
         self._sender.wakeup()
         result.await_result(self._txn_timeout(timeout))
+        self._call_metrics.record_since("txn-init", start)
 
     def begin_transaction(self) -> None:
         """Start a transaction: the records sent until commit/abort belong to it."""
+        start = self._call_metrics.start()
         self._txn("begin_transaction").begin_transaction()
+        self._call_metrics.record_since("txn-begin", start)
 
     def send_offsets_to_transaction(
         self, offsets: Any, consumer_group_metadata: Any, timeout: Optional[float] = None
@@ -768,31 +779,36 @@ class KafkaProducer:
         ``.offset``/``.metadata``), or an iterable of objects with ``.topic``, ``.partition``,
         ``.offset`` (e.g. confluent-kafka's ``TopicPartition`` list from ``consumer.position``).
         ``consumer_group_metadata``: the group id (str) or a ``ConsumerGroupMetadata``."""
+        start = self._call_metrics.start()
         tm = self._txn("send_offsets_to_transaction")
         group = _group_metadata(consumer_group_metadata)
         parsed = _offsets(offsets)
-        if not parsed:
-            return  # Java sends nothing for no offsets either
-        result = tm.send_offsets_to_transaction(parsed, group)
-        self._sender.wakeup()
-        result.await_result(self._txn_timeout(timeout))
+        if parsed:  # Java sends nothing for no offsets
+            result = tm.send_offsets_to_transaction(parsed, group)
+            self._sender.wakeup()
+            result.await_result(self._txn_timeout(timeout))
+        self._call_metrics.record_since("txn-send-offsets", start)
 
     def commit_transaction(self, timeout: Optional[float] = None) -> None:
         """Send every record of the transaction, then commit it. If a record failed, this raises
         ``TransactionAbortableError`` and the transaction must be aborted."""
+        start = self._call_metrics.start()
         tm = self._txn("commit_transaction")
         timeout_s = self._txn_timeout(timeout)
         deadline = time.monotonic() + timeout_s
         result = tm.begin_commit()
-        self.flush(timeout_s)  # no linger for the last batches; EndTxn waits for them anyway
+        self._flush(timeout_s)  # no linger for the last batches; EndTxn waits for them anyway
         result.await_result(max(0.0, deadline - time.monotonic()))
+        self._call_metrics.record_since("txn-commit", start)
 
     def abort_transaction(self, timeout: Optional[float] = None) -> None:
         """Abort the transaction: records not sent yet fail with ``TransactionAbortedError``,
         the sent ones are marked aborted (read_committed consumers skip them)."""
+        start = self._call_metrics.start()
         result = self._txn("abort_transaction").begin_abort()
         self._sender.wakeup()
         result.await_result(self._txn_timeout(timeout))
+        self._call_metrics.record_since("txn-abort", start)
 
     # ------------------------------------------------------------------ flush / close / info
     def flush(self, timeout: Optional[float] = None) -> None:
@@ -806,6 +822,14 @@ class KafkaProducer:
                 "I/O thread, which would wait for itself for ever (deadlock); flush from another "
                 "thread"
             )
+        start = self._call_metrics.start()
+        try:
+            self._flush(timeout)
+        finally:
+            self._call_metrics.record_since("flush", start)
+
+    def _flush(self, timeout: Optional[float]) -> None:
+        """flush's work (commit_transaction's too, whose time counts as the commit's)."""
         self._accumulator.begin_flush()
         self._sender.wakeup()
         if not self._accumulator.await_flush_completion(timeout):
@@ -883,24 +907,30 @@ class KafkaProducer:
         _version, cluster, _count = self._wait_on_metadata(topic, None, self._batch_time_ms())
         return {p.partition for p in cluster.partitions_for_topic(topic)}
 
-    def metrics(self) -> Dict[str, Dict[str, float]]:
+    def metrics(self, raw: bool = False) -> Any:
         """The producer's metrics as kafka-python 3.0 returns them, ``{group: {name: value}}``,
         with Java's names and meanings: ``producer-metrics``, ``producer-node-metrics.node-<id>``
         per broker connected to, ``producer-topic-metrics.<topic>`` per topic sent to and
         ``kafka-metrics-count``. Rates and averages are over ``metrics.num.samples`` windows of
         ``metrics.sample.window.ms``; every value is a float (NaN: an average or maximum with
-        nothing in its windows). Thread-safe; works after close() too."""
+        nothing in its windows). ``raw=True``: ``{MetricName: KafkaMetric}`` instead (see
+        ``cproducer.utils.metric_name``). With ``metrics_enabled=False``: None, as kafka-python.
+        Thread-safe; works after close() too."""
+        if not self._metrics_enabled:
+            return None
+        if raw:
+            return raw_metrics(self._metric_groups)
+        return self._metric_groups()
+
+    def _metric_groups(self) -> Dict[str, Dict[str, float]]:
         return collect_metrics(
             self._sender_metrics,
             self._network_metrics,
             client=self._client,
             metadata=self._metadata,
             now_ms=self._clock.monotonic_ms(),
+            calls=self._call_metrics,
         )
-
-    def _no_metrics(self) -> Dict[str, Any]:
-        """metrics() with ``metrics_enabled=False``: nothing is reported."""
-        return {}
 
     @property
     def closed(self) -> bool:

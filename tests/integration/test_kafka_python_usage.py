@@ -243,7 +243,32 @@ def test_readme_metrics(
         bootstrap_servers=broker.bootstrap_servers, metrics_enabled=False
     ) as producer:
         producer.send(topic, b"y").get(timeout=30)
-        assert not producer.metrics()  # kafka-python: None; cproducer: {}
+        assert producer.metrics() is None
+        assert producer.metrics(raw=True) is None
+    assert len(read_back(broker.bootstrap_servers, topic, 1, 2)) == 2
+
+
+def test_raw_metrics(
+    peer: types.SimpleNamespace, broker: LocalBroker, new_topic: Callable[..., str]
+) -> None:
+    """``metrics(raw=True)``: ``{MetricName: KafkaMetric}``, a name per metric of the grouped
+    dict (name, group, hashable), each metric's ``value()`` read when called."""
+    topic = new_topic(1)
+    with peer.KafkaProducer(bootstrap_servers=broker.bootstrap_servers) as producer:
+        producer.send(topic, b"x").get(timeout=30)
+        grouped = producer.metrics()
+        raw = producer.metrics(raw=True)
+        assert {(k.group, k.name) for k in raw} == {
+            (group, name) for group, names in grouped.items() for name in names
+        }
+        by_name = {(k.group, k.name): metric for k, metric in raw.items()}
+        sent = by_name[("producer-metrics", "record-send-rate")]
+        assert sent.metric_name.name == "record-send-rate" and sent in raw.values()
+        assert sent.value() > 0
+        topic_rate = by_name[(f"producer-topic-metrics.{topic}", "record-send-rate")]
+        before = topic_rate.value()
+        producer.send(topic, b"y").get(timeout=30)
+        assert topic_rate.value() > before  # read again, not the value the dict was made with
     assert len(read_back(broker.bootstrap_servers, topic, 1, 2)) == 2
 
 

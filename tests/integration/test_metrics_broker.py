@@ -252,3 +252,57 @@ def test_debug_level_and_one_long_window_in_a_real_producer(
     assert pm["select-total"] >= 1 and pm["io-wait-time-ns-total"] > 0
     assert pm["io-wait-ratio"] > 0 and pm["io-ratio"] > 0
     assert pm["io-time-ns-avg"] > 0
+
+
+def test_time_in_blocking_calls(broker: LocalBroker, new_topic: Any) -> None:
+    """Java's KafkaProducerMetrics: ``flush-time-ns-total``, ``txn-*-time-ns-total`` and
+    ``metadata-wait-time-ns-total`` grow by at least the time each call blocked the caller (read
+    around the call), and only the call's own total grows."""
+    source = new_topic(1)
+    names = [
+        "flush",
+        "txn-init",
+        "txn-begin",
+        "txn-send-offsets",
+        "txn-commit",
+        "txn-abort",
+        "metadata-wait",
+    ]
+
+    p = KafkaProducer(
+        bootstrap_servers=broker.bootstrap_servers, transactional_id=f"calls-{source}"
+    )
+
+    def totals() -> Dict[str, float]:
+        pm = p.metrics()["producer-metrics"]
+        return {name: pm[f"{name}-time-ns-total"] for name in names}
+
+    def timed(call: Any, *args: Any, **kwargs: Any) -> Dict[str, float]:
+        """What the call added to each total, and check it covers the call's own time."""
+        before = totals()
+        started = time.monotonic_ns()
+        call(*args, **kwargs)
+        took = time.monotonic_ns() - started
+        grown = {name: value - before[name] for name, value in totals().items()}
+        assert all(value >= 0 for value in grown.values()), grown
+        assert max(grown.values()) <= took, (grown, took)
+        return {name: value for name, value in grown.items() if value > 0}
+
+    try:
+        assert set(totals().values()) == {0.0}
+        assert set(timed(p.init_transactions, 30)) == {"txn-init"}
+        assert set(timed(p.begin_transaction)) == {"txn-begin"}
+        topic = new_topic(1)  # made after the producer's first metadata: send waits for it
+        assert set(timed(p.send, topic, b"a")) == {"metadata-wait"}
+        assert set(timed(p.send, topic, b"b")) == set()  # known now: no wait
+        assert set(timed(p.flush, 30)) == {"flush"}
+        grown = timed(p.send_offsets_to_transaction, {(source, 0): 5}, f"g-{source}", 30)
+        assert set(grown) == {"txn-send-offsets"}
+        p.send(topic, b"c")
+        assert set(timed(p.commit_transaction, 30)) == {"txn-commit"}  # its flush is its own
+        p.begin_transaction()
+        p.send(topic, b"d")
+        assert set(timed(p.abort_transaction, 30)) == {"txn-abort"}
+        assert all(value > 0 for value in totals().values())
+    finally:
+        p.close()

@@ -13,7 +13,9 @@ a group per node and per topic, the node or topic after a dot), the names and me
 * ``producer-metrics``: the Sender's (``batch-size-*``, ``compression-rate-avg``,
   ``record-queue-time-*``, ``request-latency-*``, ``produce-throttle-time-*``, ``record-send-*``,
   ``records-per-request-avg``, ``record-retry-*``, ``record-error-*``, ``record-size-*``,
-  ``batch-split-*``, ``requests-in-flight``, ``metadata-age``), the buffer pool's
+  ``batch-split-*``, ``requests-in-flight``, ``metadata-age``), the blocking calls' times
+  (``flush-time-ns-total``, ``txn-*-time-ns-total``, ``metadata-wait-time-ns-total``:
+  ``KafkaProducerMetrics``), the buffer pool's
   (``buffer-total-bytes``, ``buffer-available-bytes``, ``waiting-threads``,
   ``bufferpool-wait-ratio``, ``bufferpool-wait-time-ns-total``, ``buffer-exhausted-*``), the
   connections' (``NetworkMetrics``), and kafka-python's ``byte-rate`` (batch bytes sent per
@@ -35,6 +37,7 @@ import threading
 from typing import Any, Dict, List, Optional
 
 from cproducer.network.network_metrics import NetworkMetrics
+from cproducer.producer.internals.kafka_producer_metrics import KafkaProducerMetrics
 from cproducer.utils.sampled_stat import NAN, MetricConfig, SampledStat
 
 PRODUCER_GROUP = "producer-metrics"
@@ -250,11 +253,15 @@ def collect_metrics(
     client: Any,
     metadata: Any,
     now_ms: int,
+    calls: Optional[KafkaProducerMetrics] = None,
 ) -> Dict[str, Dict[str, float]]:
-    """``{group: {name: value}}`` of one producer (see the module's docstring)."""
+    """``{group: {name: value}}`` of one producer (see the module's docstring); ``calls``: the
+    time spent in its blocking calls (``*-time-ns-total``)."""
     sender.sample_pool(now_ms)
     producer: Dict[str, float] = {}
     sender.producer_metrics(now_ms, producer)
+    if calls is not None:
+        calls.read(producer)
     nodes = network.read(now_ms, producer)
     producer["requests-in-flight"] = float(client.in_flight_request_count())
     last_update = metadata.last_successful_update_ms
