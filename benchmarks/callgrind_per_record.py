@@ -14,6 +14,12 @@ Workloads:
 - ``e2e``: ``send`` + ``flush`` with the Sender running: append, drain, requests, completion.
   Both threads and the waits are counted, and how records fall into batches depends on timing:
   a few hundred instructions per record from run to run, unlike the others.
+- ``aio``: ``cproducer.aio.AIOKafkaProducer.send`` awaited per record (keyed, ``linger_ms=5``,
+  the default ``max_batch_size``) on an event loop, the Sender held still: the loop thread's
+  append path. Full batches queue up, so every append wakes the Sender (as under load).
+- ``aio-e2e``: the same with the Sender running and every record's future awaited (chunks of
+  1,000, the previous chunk awaited after the next is sent): both threads, timing-dependent as
+  ``e2e``.
 
 Copies and fills count one instruction per byte under valgrind (``rep movsb``/``stosb``): for
 large records, read memcpy's and memset's share as bytes, not time.
@@ -36,7 +42,7 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Any, Callable, Dict
+from typing import Any, Callable, Dict, List
 
 
 def _callback(md: Any, exc: Any) -> None:
@@ -125,10 +131,60 @@ def run_send(
     os._exit(0)  # no close: the held Sender would never drain
 
 
+def run_aio(n: int, value_size: int, bootstrap: str, codec: str, drain: bool) -> None:
+    import asyncio
+
+    from cproducer.aio import AIOKafkaProducer
+
+    keys = [f"key-{i:06d}".encode() for i in range(1000)]
+    value = b"v" * value_size
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+
+    async def start() -> Any:
+        producer = AIOKafkaProducer(
+            bootstrap_servers=bootstrap,
+            acks="all",
+            linger_ms=5,
+            compression_type=None if codec == "none" else codec,
+        )
+        await producer.start()
+        for i in range(200):  # warm-up: metadata, the fast path
+            await (await producer.send("cg", value, key=keys[i % 1000]))
+        return producer
+
+    producer = loop.run_until_complete(start())
+    if not drain:
+        _hold_sender(producer._engine)
+    send = producer.send
+
+    async def held() -> None:
+        for i in range(n):
+            await send("cg", value, key=keys[i % 1000])
+
+    async def awaited() -> None:
+        previous: List[Any] = []
+        for start in range(0, n, 1000):
+            chunk = [
+                await send("cg", value, key=keys[i % 1000]) for i in range(start, start + 1000)
+            ]
+            for future in previous:
+                await future
+            previous = chunk
+        for future in previous:
+            await future
+
+    def region() -> None:
+        loop.run_until_complete(awaited() if drain else held())
+
+    _measured(region)
+    os._exit(0)  # no stop: the held Sender would never drain
+
+
 # Counted only inside sys.call_tracing (a call nothing else makes; without a trace function it
 # adds nothing): the measured loop runs in it, start-up, imports and set-up are left out. The
 # e2e workload counts the whole process, both threads.
-TOGGLED = {"batch", "batch-nocb", "send"}
+TOGGLED = {"batch", "batch-nocb", "send", "aio"}
 
 
 def _measured(region: Callable[[], None]) -> None:
@@ -194,6 +250,8 @@ def main(argv: Any = None) -> int:
             "e2e": lambda: run_send(
                 args.n, args.value_size, args.bootstrap, args.codec, True, args.batch_size
             ),
+            "aio": lambda: run_aio(args.n, args.value_size, args.bootstrap, args.codec, False),
+            "aio-e2e": lambda: run_aio(args.n, args.value_size, args.bootstrap, args.codec, True),
         }
         runs[args.inner]()
         return 0
@@ -201,7 +259,7 @@ def main(argv: Any = None) -> int:
     workloads = args.workloads.split(",")
     broker = None
     bootstrap = ""
-    if any(w in ("send", "e2e") for w in workloads):
+    if any(w in ("send", "e2e", "aio", "aio-e2e") for w in workloads):
         from cproducer.localbroker import LocalBroker
 
         broker = LocalBroker().start()

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import logging
+import selectors
 import socket
 import struct
 import threading
 import time
-from typing import List
+from typing import Any, List, Optional
 
 import pytest
 
 from cproducer import errors
 from cproducer.cluster import Node
 from cproducer.network.network_client import ClientRequest, ConnectionState, NetworkClient
+from cproducer.network.selector_wakeup import SelectorWakeup
 from cproducer.protocol import MetadataRequest, Writer
 from cproducer.utils.time import ManualClock
 
@@ -200,6 +202,74 @@ def test_wakeup_interrupts_poll() -> None:
         t0 = time.monotonic()
         client.poll(5000, client.time_ms())
         assert time.monotonic() - t0 < 2
+    finally:
+        client.close()
+
+
+def _pending_bytes(sock: socket.socket) -> int:
+    try:
+        return len(sock.recv(4096))
+    except BlockingIOError:
+        return 0
+
+
+def test_selector_wakeup_writes_only_to_a_poller_that_may_block() -> None:
+    r, w = socket.socketpair()
+    r.setblocking(False)
+    w.setblocking(False)
+    waker = SelectorWakeup(w)
+    try:
+        # the poller is busy: a flag, no byte, however many wake-ups
+        waker.wakeup()
+        waker.wakeup()
+        assert waker.requested and _pending_bytes(r) == 0
+        # the poller sees it before select (and then polls without blocking)
+        assert waker.begin_select() is True
+        assert not waker.requested
+        # in select: the first wake-up writes one byte, the next ones nothing until drained
+        waker.wakeup()
+        waker.wakeup()
+        assert waker.signalled and _pending_bytes(r) == 1
+        waker.end_select()
+        waker.drained()
+        assert waker.begin_select() is True  # the wake-ups also left the flag for the next poll
+        assert waker.begin_select() is False
+        waker.wakeup()
+        assert _pending_bytes(r) == 1  # drained: a wake-up in select writes again
+        waker.end_select()
+        waker.drained()
+        waker.close()  # the pipe is closing: its descriptor may be reused, nothing is written
+        waker.begin_select()
+        waker.wakeup()
+        assert waker.requested and _pending_bytes(r) == 0
+    finally:
+        r.close()
+        w.close()
+
+
+class RecordingSelector(selectors.DefaultSelector):  # type: ignore[misc,valid-type]
+    """The platform's selector, remembering the timeout of each select."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.timeouts: List[Optional[float]] = []
+
+    def select(self, timeout: Optional[float] = None) -> Any:
+        self.timeouts.append(timeout)
+        return super().select(timeout)
+
+
+def test_a_wakeup_before_poll_is_not_lost() -> None:
+    client = NetworkClient("t", selector=RecordingSelector)
+    sel = client._selector
+    try:
+        client.wakeup()  # no poll running: only the flag
+        assert client.waker.requested and not client.waker.signalled
+        client.poll(5000, client.time_ms())
+        client.poll(50, client.time_ms())
+        # the wake-up made the first poll not block, and only the first
+        assert sel.timeouts == [0.0, 0.05]
+        assert not client.waker.requested and not client.waker.selecting
     finally:
         client.close()
 

@@ -21,7 +21,12 @@ cdef class LoopCompletions:
     cdef int push(self, object delivery) except -1
     cdef int drain_on_loop(self) except -1
     cdef int _drain(self) except -1
-    cdef object record_metadata(self, tuple md)
+    # the last timestamp made into an int, and that int (a batch's records mostly share one)
+    cdef long long _last_ts
+    cdef object _last_ts_obj
+
+    cdef object record_metadata(self, str topic, int partition, object topic_partition,
+                                long long offset, long long timestamp)
     cdef object new_future(self)
     cdef void _abandon(self) noexcept
 

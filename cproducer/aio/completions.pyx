@@ -43,7 +43,11 @@ import asyncio
 
 cimport cython
 from cpython.list cimport PyList_GET_ITEM
+from cpython.object cimport PyTypeObject
 from cpython.ref cimport PyObject, Py_INCREF
+from cpython.tuple cimport PyTuple_New
+
+from cproducer.producer.internals.produce_request_result cimport register_record_completion
 
 from cproducer.aio.errors import translate
 from cproducer.aio.structs import RecordMetadata
@@ -53,8 +57,9 @@ cdef extern from "Python.h":
     void PyObject_GC_UnTrack(void *op)
     void PyObject_GC_Track(void *op)
     int PyObject_GC_IsTracked(object op)
-    object PyType_GenericAlloc(type t, Py_ssize_t nitems)
     void PyTuple_SET_ITEM(object t, Py_ssize_t i, object item)  # steals a reference
+    void Py_SET_TYPE(PyObject* ob, PyTypeObject* tp)
+    object PyLong_FromLongLong(long long value)
 
 cdef object _Future = asyncio.Future
 # unbound methods: no attribute lookup on each future
@@ -123,16 +128,13 @@ cdef inline void _put(object t, Py_ssize_t i, object item):
     PyTuple_SET_ITEM(t, i, item)
 
 
-cdef object _untracked_tuple(type cls, Py_ssize_t n):
-    # An empty instance of the tuple subclass ``cls`` (a named tuple), to be filled by _put, as
-    # tuple.__new__ makes one but without the Python-level __new__ and the copy of a temporary
-    # tuple. It holds str, int, None and such tuples only, so it cannot be part of a reference
-    # cycle: taken out of the GC's lists at once, it is never walked (a RecordMetadata lives per
-    # record until its awaiter drops it). The GC untracks such tuples itself, but only after a
-    # collection walked them.
-    cdef object t = PyType_GenericAlloc(cls, n)
-    PyObject_GC_UnTrack(<void*>t)
-    return t
+# aiokafka's RecordMetadata tuples are made as plain tuples (the interpreter's free list) and
+# given RecordMetadata's type: sound only while the named tuple adds no storage to tuple, checked
+# here once.
+if (RecordMetadata.__basicsize__ != tuple.__basicsize__
+        or RecordMetadata.__itemsize__ != tuple.__itemsize__):
+    raise ImportError("RecordMetadata must keep tuple's layout")
+cdef PyTypeObject* _RECORD_METADATA_TYPE = <PyTypeObject*>RecordMetadata
 
 
 @cython.final
@@ -149,6 +151,8 @@ cdef class LoopCompletions:
         self._drain_queued = False
         self.acks = acks
         self.handovers = 0
+        self._last_ts = -1
+        self._last_ts_obj = -1
 
     cdef int push(self, object delivery) except -1:
         """Queue one completed delivery (any thread)."""
@@ -212,17 +216,29 @@ cdef class LoopCompletions:
             else:
                 (<BatchDelivery>delivery).resolve()
 
-    cdef object record_metadata(self, tuple md):
-        # aiokafka's RecordMetadata from the engine's (kafka-python's fields: topic, partition,
-        # topic_partition, offset, timestamp, ...), its TopicPartition shared
-        out = _untracked_tuple(RecordMetadata, 7)
-        _put(out, 0, md[0])
-        _put(out, 1, md[1])
-        _put(out, 2, md[2])
-        _put(out, 3, md[3])
-        _put(out, 4, md[4])
+    cdef object record_metadata(self, str topic, int partition, object topic_partition,
+                                long long offset, long long timestamp):
+        # aiokafka's RecordMetadata, its TopicPartition shared with the engine's batch. It
+        # holds str, int, None and a TopicPartition of those only: it cannot be part of a
+        # reference cycle, so it leaves the GC's lists at once (a RecordMetadata lives per record
+        # until its awaiter drops it; the GC would untrack it only after walking it).
+        if timestamp != self._last_ts:
+            # (one completing thread at a time in practice; two would only make an extra int:
+            # both fields are written with the GIL held, no Python code in between)
+            self._last_ts_obj = PyLong_FromLongLong(timestamp)
+            self._last_ts = timestamp
+        out = PyTuple_New(7)
+        _put(out, 0, topic)
+        _put(out, 1, partition)
+        _put(out, 2, topic_partition)
+        _put(out, 3, PyLong_FromLongLong(offset))
+        _put(out, 4, self._last_ts_obj)
         _put(out, 5, 0)  # CreateTime: the engine does not tell a log append time apart
         _put(out, 6, None)  # log_start_offset: not reported by the engine
+        PyObject_GC_UnTrack(<void*>out)
+        # a heap type is owned by its instances: the reference subtype_dealloc gives back
+        Py_INCREF(RecordMetadata)
+        Py_SET_TYPE(<PyObject*>out, _RECORD_METADATA_TYPE)
         return out
 
     def new_record_delivery(self):
@@ -251,18 +267,17 @@ cdef class LoopCompletions:
 cdef class RecordDelivery:
     """The engine's callback for one record: its future, and what the engine said. Untracked by
     the GC: nothing it points to points back to it, except the producer's ``LoopCompletions``
-    queue while it waits to be drained (emptied if the loop is closed)."""
+    queue while it waits to be drained (emptied if the loop is closed). The engine's batch
+    completes it in C with the record's fields (``_record_completed``, registered below), no
+    tuple of its own made; any other caller calls it."""
 
     def __call__(self, metadata, error):
-        # on the engine's Sender thread (or whichever thread completes the record). The
-        # RecordMetadata is made here, so the engine's tuple (in the GC's lists) dies at once
-        # rather than waiting for the loop.
         if error is not None:
-            self.result = error
-        elif self.completions.acks != 0:
-            self.result = self.completions.record_metadata(<tuple>metadata)
-        # (acks=0: None, no offset to give, as aiokafka)
-        self.completions.push(self)
+            _record_completed(self, None, -1, None, -1, -1, error)
+        else:
+            # the engine's RecordMetadata: topic, partition, topic_partition, offset, timestamp
+            _record_completed(self, metadata[0], metadata[1], metadata[2], metadata[3],
+                              metadata[4], None)
 
     cdef int resolve(self) except -1:
         future = self.future
@@ -277,6 +292,25 @@ cdef class RecordDelivery:
         else:
             _set_result(future, result)  # untracked for good: it holds no cycle (see above)
         return 0
+
+
+cdef int _record_completed(object callback, str topic, int partition, object topic_partition,
+                           long long offset, long long timestamp, object exc) except -1:
+    # on the engine's Sender thread (or whichever thread completes the record): the
+    # RecordMetadata is made here, the loop only resolves the future
+    cdef RecordDelivery delivery = <RecordDelivery>callback
+    cdef LoopCompletions completions = delivery.completions
+    if exc is not None:
+        delivery.result = exc
+    elif completions.acks != 0:
+        delivery.result = completions.record_metadata(topic, partition, topic_partition, offset,
+                                                      timestamp)
+    # (acks=0: None, no offset to give, as aiokafka)
+    completions.push(delivery)
+    return 0
+
+
+register_record_completion(RecordDelivery, _record_completed)
 
 
 @cython.final

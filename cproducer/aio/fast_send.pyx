@@ -15,7 +15,8 @@ and the record is plain: bytes key and/or value of at most about half a batch, n
 topic's partitions known at the current metadata version, a transaction open if the producer is
 transactional, room in the buffer for a new batch, no append waiting off the loop. The work:
 aiokafka's partition choice (murmur2 of the key, or a random available partition), the record's
-future and its ``RecordDelivery``, one call of the engine's ``send``. Everything else goes to the
+future and its ``RecordDelivery``, one call of the engine's ``send`` (its C entry, ``send_c``, when
+the engine has its fast path). Everything else goes to the
 producer's Python coroutine (``slow``), which does the same with every check and error of
 aiokafka, and may wait: the ``SendCoroutine`` then runs it, as ``await`` would.
 """
@@ -32,6 +33,8 @@ from cpython.ref cimport PyObject, Py_INCREF, Py_DECREF
 from libc.stdint cimport uint64_t
 
 from cproducer.aio.completions cimport LoopCompletions, RecordDelivery
+from cproducer.producer.fast_send cimport FastSend
+from cproducer.producer.internals.buffer_pool cimport BufferPool
 from cproducer.utils.murmur2 cimport murmur2_partition
 
 from cproducer import errors as engine_errors
@@ -117,8 +120,11 @@ cdef class TopicPartitions:
 
 cdef class AioFastSend:
     cdef object engine_send
+    # the engine's own fast path, called in C (None: engine_send, a Python-level call)
+    cdef FastSend engine_fast
     cdef object slow
     cdef object pool
+    cdef BufferPool buffer_pool  # the pool when it is a BufferPool (read in C), else None
     cdef object metadata
     cdef LoopCompletions completions
     cdef object loop
@@ -136,10 +142,17 @@ cdef class AioFastSend:
     def __init__(self, loop, engine_send, slow, pool, metadata, LoopCompletions completions,
                  transaction_manager,
                  dict topics, bint transactional, long long batch_size, Py_ssize_t small_record):
+        """``engine_send``: the engine's ``FastSend`` (called in C), or its ``send``."""
         self.loop = loop
-        self.engine_send = engine_send
+        if isinstance(engine_send, FastSend):
+            self.engine_fast = engine_send
+            self.engine_send = engine_send.send
+        else:
+            self.engine_fast = None
+            self.engine_send = engine_send
         self.slow = slow
         self.pool = pool
+        self.buffer_pool = pool if isinstance(pool, BufferPool) else None
         self.metadata = metadata
         self.completions = completions
         self.transaction_manager = transaction_manager
@@ -207,14 +220,20 @@ cdef class AioFastSend:
             return None
         # a new batch's buffer is free, so the engine's append cannot wait for memory (only this
         # thread appends: the free memory cannot shrink before the append)
-        if self.pool.available_memory < self.batch_size:
+        if self.buffer_pool is not None:
+            if self.buffer_pool.available_memory_c() < self.batch_size:
+                return None
+        elif self.pool.available_memory < self.batch_size:
             return None
         future = self.completions.new_future()
         delivery = RecordDelivery.__new__(RecordDelivery)
         delivery.completions = self.completions
         delivery.future = future
         try:
-            self.engine_send(topic, value, key, None, part, timestamp_ms, delivery)
+            if self.engine_fast is not None:
+                self.engine_fast.send_c(topic, value, key, None, part, timestamp_ms, delivery)
+            else:
+                self.engine_send(topic, value, key, None, part, timestamp_ms, delivery)
         except engine_errors.KafkaError as exc:
             raise translate(exc) from exc
         self.completions.drain_on_loop()

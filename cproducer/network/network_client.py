@@ -39,7 +39,6 @@ import random as _random
 import selectors
 import socket
 import struct
-import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -53,6 +52,7 @@ from cproducer.network.host_resolver import (
     takes_address,
 )
 from cproducer.network.network_metrics import NetworkMetrics
+from cproducer.network.selector_wakeup import SelectorWakeup
 from cproducer.protocol import (
     ApiVersionsRequest,
     MetadataRequest,
@@ -290,9 +290,8 @@ class NetworkClient:
         self._wake_r.setblocking(False)
         self._wake_w.setblocking(False)
         self._selector.register(self._wake_r, selectors.EVENT_READ, None)
-        self._woken = threading.Event()
-        self._selecting = False
-        self._wakeup_requested = False
+        # the wake-up flags, which the C paths of send set without a Python call
+        self.waker = SelectorWakeup(self._wake_w)
         self._closed = False
         self.metadata_updater = DefaultMetadataUpdater(self, metadata) if metadata else None
         self.metrics = metrics if metrics is not None else NetworkMetrics(MetricConfig())
@@ -509,17 +508,10 @@ class NetworkClient:
 
     # ------------------------------------------------------------------ polling
     def wakeup(self) -> None:
-        """Make the current or next poll return at once. A byte goes through the socketpair only
-        when the poller may be blocked in select (a syscall per new batch otherwise): the waker
-        sets ``_wakeup_requested`` then reads ``_selecting``; the poller sets ``_selecting`` then
-        reads ``_wakeup_requested``, so one of them always sees the other."""
-        self._wakeup_requested = True
-        if self._selecting and not self._woken.is_set():
-            self._woken.set()
-            try:
-                self._wake_w.send(b"\x00")
-            except OSError:
-                pass
+        """Make the current or next poll return at once (any thread). A byte goes through the
+        socketpair only when the poller may be blocked in select (a syscall per new batch
+        otherwise); see ``SelectorWakeup`` for why no wake-up is lost."""
+        self.waker.wakeup()
 
     def poll(self, timeout_ms: int, now_ms: int) -> List[ClientResponse]:
         if self._closed:
@@ -531,10 +523,9 @@ class NetworkClient:
         timeout = max(0, min(timeout_ms, metadata_timeout, self._next_timeout(now_ms)))
         if self._completed:
             timeout = 0
-        self._selecting = True
-        if self._wakeup_requested:
+        waker = self.waker
+        if waker.begin_select():
             timeout = 0
-        self._wakeup_requested = False
         io_time = self.metrics.record_io_time
         if io_time:
             select_start_ns = self.clock.nanoseconds()
@@ -544,7 +535,7 @@ class NetworkClient:
             log.warning("select failed: %s", exc)
             events = []
         finally:
-            self._selecting = False
+            waker.end_select()
         if io_time:
             io_start_ns = self.clock.nanoseconds()
         now_ms = self.time_ms()
@@ -611,7 +602,7 @@ class NetworkClient:
                 pass
         except (BlockingIOError, InterruptedError, OSError):
             pass
-        self._woken.clear()
+        self.waker.drained()
 
     def _next_timeout(self, now_ms: int) -> int:
         out = 2**31
@@ -993,6 +984,7 @@ class NetworkClient:
         try:
             self._selector.close()
         finally:
+            self.waker.close()  # before the descriptor can be reused
             self._wake_r.close()
             self._wake_w.close()
 

@@ -1,4 +1,6 @@
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Union
+
+from cproducer.network.selector_wakeup import SelectorWakeup
 
 class FastSend:
     divert: bool
@@ -7,7 +9,7 @@ class FastSend:
         acc: Any,
         metadata: Any,
         slow: Callable[..., Any],
-        wakeup: Callable[[], None],
+        wakeup: Union[SelectorWakeup, Callable[[], None]],
         max_request_size: int,
         total_memory: int,
         max_block_ms: float,

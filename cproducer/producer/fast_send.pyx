@@ -7,12 +7,16 @@ Taken when the producer has no interceptors, serializers or custom partitioner a
 plain: bytes key/value (or None), no headers, the topic's metadata known and current. Everything
 else, and every error, goes to the producer's Python path (``slow``), which raises the same clear
 exceptions and then teaches this path the topic. The work per record is a few C checks, murmur2
-for a keyed record, the size bound, and one C-level ``RecordAccumulator.append``.
+for a keyed record, the size bound, one C-level ``RecordAccumulator.append`` and, when that made
+or filled a batch, the Sender's wake-up: C flags when ``wakeup`` is the ``NetworkClient``'s
+``SelectorWakeup``. Other C paths (``cproducer.aio``) call ``send_c``, this path without the
+Python-level call.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from posix.time cimport CLOCK_MONOTONIC, CLOCK_REALTIME, clock_gettime, timespec
 
+from cproducer.network.selector_wakeup cimport SelectorWakeup, wake
 from cproducer.producer.internals.record_accumulator cimport RecordAccumulator, RecordAppendResult
 from cproducer.utils.murmur2 cimport murmur2_partition
 from cproducer.record.record_batch_builder cimport NO_HEADERS_SIZE, size_upper_bound
@@ -24,37 +28,22 @@ cdef inline long long _clock_ms(int which) noexcept nogil:
     return <long long>ts.tv_sec * 1000 + ts.tv_nsec // 1000000
 
 
-cdef class _TopicState:
-    cdef int count
-    cdef object cluster
-    cdef long long version
-
-
 cdef class FastSend:
-    cdef RecordAccumulator acc
-    cdef object metadata
-    cdef dict topics_last_used
-    cdef dict states
-    cdef object slow
-    cdef object wakeup
-    cdef long long max_request_size
-    cdef long long total_memory
-    cdef double max_block_ms
-    cdef bint ignore_keys
-    # a Clock (cproducer.utils.time) when one was injected; None: the system's, read in C
-    cdef object clock
-    # every send goes to the slow path: the producer is closed, or (transactional) no
-    # transaction is open, and the slow path says which
-    cdef public bint divert
-
     def __init__(self, RecordAccumulator acc, metadata, slow, wakeup, long long max_request_size,
                  long long total_memory, double max_block_ms, bint ignore_keys, clock=None):
+        """``wakeup``: the Sender's ``NetworkClient``'s ``SelectorWakeup`` (set in C), or any
+        function that wakes the Sender."""
         self.acc = acc
         self.metadata = metadata
         self.topics_last_used = metadata._topics
         self.states = {}
         self.slow = slow
-        self.wakeup = wakeup
+        if isinstance(wakeup, SelectorWakeup):
+            self.waker = wakeup
+            self.wakeup = wakeup.wakeup
+        else:
+            self.waker = None
+            self.wakeup = wakeup
         self.max_request_size = max_request_size
         self.total_memory = total_memory
         self.max_block_ms = max_block_ms
@@ -68,10 +57,14 @@ cdef class FastSend:
         st.count = count
         st.cluster = cluster
         st.version = version
+        st.last_used_ms = -1
         self.states[topic] = st
 
     def send(self, topic, value=None, key=None, headers=None, partition=None,
              timestamp_ms=None, callback=None):
+        return self.send_c(topic, value, key, headers, partition, timestamp_ms, callback)
+
+    cdef object send_c(self, topic, value, key, headers, partition, timestamp_ms, callback):
         cdef _TopicState st
         cdef Py_ssize_t klen = -1, vlen = -1, size
         cdef int part
@@ -114,9 +107,16 @@ cdef class FastSend:
         else:
             now = self.clock.monotonic_ms()
             ts = self.clock.milliseconds() if timestamp_ms is None else timestamp_ms
-        self.topics_last_used[topic] = now
+        if now != st.last_used_ms:
+            # the metadata's last use of the topic (its expiry), at the clock's resolution: one
+            # int and dict write per millisecond, not per record
+            self.topics_last_used[topic] = now
+            st.last_used_ms = now
         result = self.acc.append(topic, part, ts, key, value, None, callback, self.max_block_ms,
                                  False, now, st.cluster)
         if result.batch_is_full or result.new_batch_created:
-            self.wakeup()
+            if self.waker is not None:
+                wake(self.waker)
+            else:
+                self.wakeup()
         return result.future

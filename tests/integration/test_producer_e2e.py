@@ -14,7 +14,7 @@ from confluent_kafka import Producer as CKProducer
 
 from cproducer import KafkaProducer, errors
 from cproducer.localbroker import LocalBroker
-from cproducer.utils.time import SystemClock
+from cproducer.utils.time import ManualClock, SystemClock
 from tests.integration.readback import by_partition, read_back
 
 
@@ -180,6 +180,27 @@ def test_the_clock_hook_stamps_records_on_every_send_path(broker: LocalBroker) -
     }
     with pytest.raises(errors.ConfigError, match="clock and time_ms"):
         KafkaProducer(bootstrap_servers="h:1", clock=SystemClock(), time_ms=lambda: 0)
+
+
+def test_the_fast_path_keeps_the_topics_last_use_current(broker: LocalBroker) -> None:
+    """The metadata drops a topic unused for metadata.max.idle.ms: the C send path records each
+    use (once per millisecond of the producer's clock), on the clock the expiry reads."""
+    topic = _topic(broker, 1)
+    clock = ManualClock()
+    with KafkaProducer(
+        bootstrap_servers=broker.bootstrap_servers, linger_ms=0, clock=clock
+    ) as producer:
+        last_used = producer._metadata._topics
+        producer.send(topic, b"first").get(10)  # the Python path, then the topic is known
+        for step in (0, 1, 0, 7, 1000):
+            clock.sleep(step)
+            future = producer.send(topic, b"x")
+            assert last_used[topic] == clock.monotonic_ms()
+            future.get(10)
+        last_used[topic] = 0  # as if long unused: the next use writes it again
+        clock.sleep(1)
+        producer.send(topic, b"y").get(10)
+        assert last_used[topic] == clock.monotonic_ms()
 
 
 @pytest.mark.parametrize("acks", [0, 1, "all"])

@@ -40,5 +40,7 @@ cdef class BufferPool(MemoryBudget):
     cdef int _push_free(self, object buffer) except -1
     cdef void _signal_next_if_available(self) noexcept
     cdef object _allocate_slow(self, Py_ssize_t size, double max_time_to_block_ms)
+    # Java's availableMemory (the property), for C callers
+    cdef long long available_memory_c(self) noexcept
     cpdef object allocate(self, Py_ssize_t size, double max_time_to_block_ms)
     cpdef void deallocate(self, object buffer, Py_ssize_t size=*) except *

@@ -414,6 +414,9 @@ cdef class BufferPool(MemoryBudget):
     @property
     def available_memory(self):
         """Unallocated memory plus the free list (Java's availableMemory)."""
+        return self.available_memory_c()
+
+    cdef long long available_memory_c(self) noexcept:
         cdef long long value
         self._lock()
         value = (self._non_pooled_available

@@ -36,6 +36,20 @@ cdef class FutureRecordMetadata:
     cdef object _error(self)
 
 
+# A record's callback that its batch completes in C with the record's fields: no RecordMetadata
+# tuple and no argument tuple per record (cproducer.aio's deliveries). Its type registers the C
+# function once; every other path calls the callback as ``fn(metadata, exception)``. On
+# success: exc None, offset -1 without one (acks=0), timestamp the log-append time when the
+# broker gave one, else the record's own; on failure: exc, and the fields -1/None.
+ctypedef int (*RecordCompletedFn)(object callback, str topic, int partition,
+                                  object topic_partition, long long offset, long long timestamp,
+                                  object exc) except -1
+
+cdef int register_record_completion(type callback_type, RecordCompletedFn fn) except -1
+# the registered function of ``callback``'s exact type, or NULL: call it
+cdef RecordCompletedFn record_completion_of(object callback) noexcept
+
+
 # A RecordMetadata (kafka-python's namedtuple) for record ``rel`` of a batch: offset -1 without
 # one (acks=0), the log-append time when the broker gave one, else the record's own timestamp.
 cdef object new_record_metadata(str topic, int partition, object topic_partition,

@@ -239,6 +239,40 @@ cdef RecordMetadataMaker new_record_metadata_maker(str topic, int partition,
     return maker
 
 
+# Record callbacks completed in C (see the .pxd): the registered types, by exact type, and their
+# functions. Registered at import by the modules that define them; read by every batch.
+cdef enum:
+    _MAX_COMPLETION_TYPES = 4
+cdef PyTypeObject* _completion_types[_MAX_COMPLETION_TYPES]
+cdef RecordCompletedFn _completion_fns[_MAX_COMPLETION_TYPES]
+cdef int _completion_count = 0
+
+
+cdef int register_record_completion(type callback_type, RecordCompletedFn fn) except -1:
+    global _completion_count
+    cdef int i
+    for i in range(_completion_count):
+        if _completion_types[i] == <PyTypeObject*>callback_type:
+            _completion_fns[i] = fn
+            return 0
+    if _completion_count == _MAX_COMPLETION_TYPES:
+        raise RuntimeError("too many record completion types registered")
+    Py_INCREF(callback_type)  # the registration holds its type
+    _completion_types[_completion_count] = <PyTypeObject*>callback_type
+    _completion_fns[_completion_count] = fn
+    _completion_count += 1
+    return 0
+
+
+cdef RecordCompletedFn record_completion_of(object callback) noexcept:
+    cdef PyTypeObject* t = (<PyObject*>callback).ob_type
+    cdef int i
+    for i in range(_completion_count):
+        if _completion_types[i] == t:
+            return _completion_fns[i]
+    return NULL
+
+
 _event_lock = threading.Lock()
 
 

@@ -20,9 +20,11 @@ from libc.string cimport memmove
 from cproducer.producer.internals.produce_request_result cimport (
     FutureRecordMetadata,
     ProduceRequestResult,
+    RecordCompletedFn,
     RecordMetadataMaker,
     new_future,
     new_record_metadata_maker,
+    record_completion_of,
 )
 from cproducer.record.record_batch_reader cimport read_records
 from cproducer.record.record_batch_builder cimport RecordBatchBuilder
@@ -114,6 +116,13 @@ cdef class ProducerBatch:
         if self.builder._pos - before > self.max_record_size:
             self.max_record_size = self.builder._pos - before
         self.last_append_time = now
+        if callback is not None and record_completion_of(callback) != NULL:
+            # completed in C by its type's function (cproducer.aio's deliveries): the callback
+            # is the record's handle, no FutureRecordMetadata is made for it
+            self._push_thunk(len(self.thunks), rel, _size_of(key), _size_of(value),
+                             -1 if headers is None else _headers_size(headers), timestamp,
+                             callback)
+            return callback
         fut = new_future(self, self.result, rel, timestamp, _size_of(key), _size_of(value),
                          -1 if headers is None else _headers_size(headers))
         if callback is not None:
@@ -183,7 +192,9 @@ cdef class ProducerBatch:
 
     def try_append(self, long long timestamp, key, value, headers, callback, long long now_ms):
         """Append a record; its future, or None when the batch has no room for it.
-        ``callback``: None or ``fn(metadata, exception)``, run once when the batch completes."""
+        ``callback``: None or ``fn(metadata, exception)``, run once when the batch completes. A
+        callback of a type completed in C (``register_record_completion``) is returned instead
+        of a future."""
         if callback is not None and not callable(callback):
             raise TypeError(f"callback must be callable or None, got {type(callback).__name__}")
         return self._try_append(timestamp, key, value, headers, callback, now_ms)
@@ -252,6 +263,7 @@ cdef class ProducerBatch:
         cdef Py_ssize_t charge
         cdef RecordThunk* data
         cdef RecordMetadataMaker maker
+        cdef RecordCompletedFn completed
         cdef FastLock lock = self._lock
         lock.acquire_c()
         try:
@@ -275,16 +287,33 @@ cdef class ProducerBatch:
             lock.release_c()
         try:
             if exc is None and len(fns):
-                maker = new_record_metadata_maker(self.topic, self.partition,
-                                                  self.topic_partition, base_offset,
-                                                  log_append_time)
+                maker = None
                 for i in range(len(fns)):
-                    _run_callback(fns[i], maker.make(data[i].rel, data[i].timestamp,
-                                                     data[i].key_size, data[i].value_size,
-                                                     data[i].header_size), None)
+                    fn = fns[i]
+                    completed = record_completion_of(fn)
+                    if completed != NULL:  # its fields, in C
+                        _run_hook(completed, fn, self.topic, self.partition,
+                                  self.topic_partition,
+                                  -1 if base_offset < 0 else base_offset + data[i].rel,
+                                  (log_append_time if log_append_time != -1
+                                   else data[i].timestamp), None)
+                        continue
+                    if maker is None:
+                        maker = new_record_metadata_maker(self.topic, self.partition,
+                                                          self.topic_partition, base_offset,
+                                                          log_append_time)
+                    _run_callback(fn, maker.make(data[i].rel, data[i].timestamp,
+                                                 data[i].key_size, data[i].value_size,
+                                                 data[i].header_size), None)
             else:
                 for i in range(len(fns)):
-                    _run_callback(fns[i], None, r.error_for(data[i].rel))
+                    fn = fns[i]
+                    completed = record_completion_of(fn)
+                    if completed != NULL:
+                        _run_hook(completed, fn, None, -1, None, -1, -1,
+                                  r.error_for(data[i].rel))
+                    else:
+                        _run_callback(fn, None, r.error_for(data[i].rel))
         finally:
             PyMem_Free(data)
             self.builder._budget.release(charge)
@@ -468,5 +497,13 @@ cdef class ProducerBatch:
 cdef void _run_callback(object fn, object md, object exc):
     try:
         fn(md, exc)
+    except Exception:
+        log.exception("error in a record's completion callback")
+
+
+cdef void _run_hook(RecordCompletedFn completed, object fn, str topic, int partition,
+                    object topic_partition, long long offset, long long timestamp, object exc):
+    try:
+        completed(fn, topic, partition, topic_partition, offset, timestamp, exc)
     except Exception:
         log.exception("error in a record's completion callback")

@@ -30,8 +30,7 @@ from cproducer.producer.internals.producer_batch cimport (STATE_IN_FLIGHT, Produ
                                                           check_exception,
                                                           close_for_record_appends)
 
-from cproducer.producer.internals.produce_request_result cimport (FutureRecordMetadata,
-                                                                  ProduceRequestResult)
+from cproducer.producer.internals.produce_request_result cimport ProduceRequestResult
 from cproducer.record.record_batch_builder cimport RECORDS_OFFSET, RecordBatchBuilder
 from cproducer.utils.fast_lock cimport FastLock
 from cproducer.utils.memory_budget cimport MemoryBudget
@@ -245,7 +244,7 @@ cdef class RecordAccumulator:
         cdef ProducerBatch last
         cdef RecordBatchBuilder b
         cdef Py_ssize_t before
-        cdef FutureRecordMetadata fut
+        cdef object fut  # the record's future (or its C-completed callback, see the batch)
         if self.closed:
             raise ProducerClosedError("producer closed while send in progress")
         if not dq.batches:
@@ -346,7 +345,7 @@ cdef class RecordAccumulator:
         cdef RecordAppendResult result
         cdef ProducerBatch batch
         cdef RecordBatchBuilder builder
-        cdef FutureRecordMetadata fut
+        cdef object fut  # the record's future (or its C-completed callback, see the batch)
         result = self._try_append_dq(dq, timestamp, key, value, headers, callback, now)
         if result is not None:
             return result  # another thread made a batch while we were allocating

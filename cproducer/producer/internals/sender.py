@@ -61,11 +61,15 @@ class Sender:
     ) -> None:
         self.client = client
         if client is not None:
-            # called per record whenever a batch fills or is made: the client's own bound method
-            # instead of wakeup() below calling it (one Python frame less, and no method lookup on
-            # the client, which CPython 3.11 does not specialize on an instance whose __dict__
-            # outgrew the shared keys, as NetworkClient's has)
-            self.wakeup = client.wakeup  # type: ignore[method-assign]
+            # called per record whenever a batch fills or is made: the client's wake-up flags'
+            # C method (NetworkClient's SelectorWakeup), else its own bound method, instead of
+            # wakeup() below calling it (no Python frame, and no method lookup on the client,
+            # which CPython 3.11 does not specialize on an instance whose __dict__ outgrew the
+            # shared keys, as NetworkClient's has)
+            waker = getattr(client, "waker", None)
+            self.wakeup = (  # type: ignore[method-assign]
+                waker.wakeup if waker is not None else client.wakeup
+            )
         self.metadata = metadata
         self.accumulator = accumulator
         self.guarantee_message_order = guarantee_message_order
