@@ -494,7 +494,8 @@ def test_a_reauthentication_refused_fails_the_waiting_records(
         # authentication right after it (when the batch came a moment later). Both name the
         # mechanism and the node; the re-authentication is the one refused first, always.
         assert re.search(r"SCRAM-SHA-256 (re-)?authentication with node \d+ failed", str(failed[0]))
-        refusals = [r.getMessage() for r in caplog.records if "failed authentication" in r.getMessage()]
+        logged = [r.getMessage() for r in caplog.records]
+        refusals = [m for m in logged if "failed authentication" in m]
         assert refusals and "re-authentication with node" in refusals[0]
         # once no connection is left whose session lasts, the metadata wait fails at once
         deadline = time.monotonic() + 6
