@@ -18,7 +18,7 @@ class AioFastSend:
     def __init__(
         self,
         loop: asyncio.AbstractEventLoop,
-        engine_send: Any,
+        engine_send: Callable[..., Any],
         slow: Callable[..., Any],
         pool: Any,
         metadata: Any,

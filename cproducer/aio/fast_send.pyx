@@ -142,14 +142,11 @@ cdef class AioFastSend:
     def __init__(self, loop, engine_send, slow, pool, metadata, LoopCompletions completions,
                  transaction_manager,
                  dict topics, bint transactional, long long batch_size, Py_ssize_t small_record):
-        """``engine_send``: the engine's ``FastSend`` (called in C), or its ``send``."""
+        """``engine_send``: the engine's ``send``; when it is its ``FastSend``'s, called in C."""
         self.loop = loop
-        if isinstance(engine_send, FastSend):
-            self.engine_fast = engine_send
-            self.engine_send = engine_send.send
-        else:
-            self.engine_fast = None
-            self.engine_send = engine_send
+        self.engine_send = engine_send
+        owner = getattr(engine_send, "__self__", None)
+        self.engine_fast = owner if isinstance(owner, FastSend) else None
         self.slow = slow
         self.pool = pool
         self.buffer_pool = pool if isinstance(pool, BufferPool) else None

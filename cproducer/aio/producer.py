@@ -178,7 +178,7 @@ class AIOKafkaProducer:
         self._engine_send = engine.send
         self._fast = AioFastSend(
             self._loop,
-            engine._fast if engine._fast is not None else engine.send,
+            engine.send,
             self._send_slow,
             self._pool,
             self._metadata,

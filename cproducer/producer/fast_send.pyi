@@ -1,6 +1,4 @@
-from typing import Any, Callable, Optional, Union
-
-from cproducer.network.selector_wakeup import SelectorWakeup
+from typing import Any, Callable, Optional
 
 class FastSend:
     divert: bool
@@ -9,7 +7,7 @@ class FastSend:
         acc: Any,
         metadata: Any,
         slow: Callable[..., Any],
-        wakeup: Union[SelectorWakeup, Callable[[], None]],
+        wakeup: Callable[[], None],
         max_request_size: int,
         total_memory: int,
         max_block_ms: float,

@@ -9,7 +9,7 @@ else, and every error, goes to the producer's Python path (``slow``), which rais
 exceptions and then teaches this path the topic. The work per record is a few C checks, murmur2
 for a keyed record, the size bound, one C-level ``RecordAccumulator.append`` and, when that made
 or filled a batch, the Sender's wake-up: C flags when ``wakeup`` is the ``NetworkClient``'s
-``SelectorWakeup``. Other C paths (``cproducer.aio``) call ``send_c``, this path without the
+``SelectorWakeup.wakeup``. Other C paths (``cproducer.aio``) call ``send_c``, this path without the
 Python-level call.
 """
 
@@ -31,19 +31,16 @@ cdef inline long long _clock_ms(int which) noexcept nogil:
 cdef class FastSend:
     def __init__(self, RecordAccumulator acc, metadata, slow, wakeup, long long max_request_size,
                  long long total_memory, double max_block_ms, bint ignore_keys, clock=None):
-        """``wakeup``: the Sender's ``NetworkClient``'s ``SelectorWakeup`` (set in C), or any
-        function that wakes the Sender."""
+        """``wakeup``: the function that wakes the Sender; when it is a ``SelectorWakeup``'s
+        (the ``NetworkClient``'s), its flags are set in C instead of calling it."""
         self.acc = acc
         self.metadata = metadata
         self.topics_last_used = metadata._topics
         self.states = {}
         self.slow = slow
-        if isinstance(wakeup, SelectorWakeup):
-            self.waker = wakeup
-            self.wakeup = wakeup.wakeup
-        else:
-            self.waker = None
-            self.wakeup = wakeup
+        self.wakeup = wakeup
+        owner = getattr(wakeup, "__self__", None)
+        self.waker = owner if isinstance(owner, SelectorWakeup) else None
         self.max_request_size = max_request_size
         self.total_memory = total_memory
         self.max_block_ms = max_block_ms

@@ -316,13 +316,11 @@ class KafkaProducer:
             and self._value_serializer is None
             and self._partitioner is None
         ):
-            # the client's wake-up flags, which the fast path sets in C
-            waker = getattr(self._client, "waker", None)
             self._fast = FastSend(
                 self._accumulator,
                 self._metadata,
                 self._send_slow,
-                self._sender.wakeup if waker is None else waker,
+                self._sender.wakeup,  # the client's wake-up flags, set in C (see FastSend)
                 self._max_request_size,
                 self._total_memory,
                 float(self._max_block_ms),
