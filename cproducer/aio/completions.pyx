@@ -47,7 +47,11 @@ from cpython.object cimport PyTypeObject
 from cpython.ref cimport PyObject, Py_INCREF
 from cpython.tuple cimport PyTuple_New
 
-from cproducer.producer.internals.produce_request_result cimport register_record_completion
+from cproducer.producer.internals.produce_request_result cimport (
+    as_named_tuple,
+    register_record_completion,
+    tuple_layout_type,
+)
 
 from cproducer.aio.errors import translate
 from cproducer.aio.structs import RecordMetadata
@@ -58,7 +62,6 @@ cdef extern from "Python.h":
     void PyObject_GC_Track(void *op)
     int PyObject_GC_IsTracked(object op)
     void PyTuple_SET_ITEM(object t, Py_ssize_t i, object item)  # steals a reference
-    void Py_SET_TYPE(PyObject* ob, PyTypeObject* tp)
     object PyLong_FromLongLong(long long value)
 
 cdef object _Future = asyncio.Future
@@ -129,12 +132,8 @@ cdef inline void _put(object t, Py_ssize_t i, object item):
 
 
 # aiokafka's RecordMetadata tuples are made as plain tuples (the interpreter's free list) and
-# given RecordMetadata's type: sound only while the named tuple adds no storage to tuple, checked
-# here once.
-if (RecordMetadata.__basicsize__ != tuple.__basicsize__
-        or RecordMetadata.__itemsize__ != tuple.__itemsize__):
-    raise ImportError("RecordMetadata must keep tuple's layout")
-cdef PyTypeObject* _RECORD_METADATA_TYPE = <PyTypeObject*>RecordMetadata
+# given RecordMetadata's type (as_named_tuple)
+cdef PyTypeObject* _RECORD_METADATA_TYPE = tuple_layout_type(RecordMetadata)
 
 
 @cython.final
@@ -235,10 +234,7 @@ cdef class LoopCompletions:
         _put(out, 4, self._last_ts_obj)
         _put(out, 5, 0)  # CreateTime: the engine does not tell a log append time apart
         _put(out, 6, None)  # log_start_offset: not reported by the engine
-        PyObject_GC_UnTrack(<void*>out)
-        # a heap type is owned by its instances: the reference subtype_dealloc gives back
-        Py_INCREF(RecordMetadata)
-        Py_SET_TYPE(<PyObject*>out, _RECORD_METADATA_TYPE)
+        as_named_tuple(<PyObject*>out, _RECORD_METADATA_TYPE)
         return out
 
     def new_record_delivery(self):

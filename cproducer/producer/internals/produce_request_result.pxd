@@ -1,7 +1,7 @@
 # The outcome of a batch and the per-record views of it, for the modules that make them
 # (producer_batch, the accumulator, send_many): `from ...produce_request_result cimport ...`.
 cimport cython
-from cpython.object cimport PyObject
+from cpython.object cimport PyObject, PyTypeObject
 
 
 cdef class ProduceRequestResult:
@@ -34,6 +34,24 @@ cdef class FutureRecordMetadata:
     cdef void _follow(self) except *
     cdef object _metadata(self)
     cdef object _error(self)
+
+
+# What a completed record reports: its offset, -1 without one (acks=0); its timestamp, the
+# log-append time when the broker gave one, else the record's own.
+cdef inline long long record_offset(long long base_offset, int rel) noexcept:
+    return -1 if base_offset < 0 else base_offset + rel
+
+
+cdef inline long long record_timestamp(long long log_append_time, long long create_ts) noexcept:
+    return log_append_time if log_append_time != -1 else create_ts
+
+
+# A filled plain tuple made an instance of a named tuple type, with no Python call (a completion
+# runs per record): ``tuple_layout_type`` checks once that the type adds no storage to tuple
+# (``__slots__ = ()``); ``as_named_tuple`` retypes the tuple, which must hold str, int, None and
+# tuples of those only (no reference cycle possible: it leaves the GC's lists at once).
+cdef PyTypeObject* tuple_layout_type(type cls) except NULL
+cdef PyObject* as_named_tuple(PyObject* t, PyTypeObject* tp) noexcept
 
 
 # A record's callback that its batch completes in C with the record's fields: no RecordMetadata

@@ -64,14 +64,24 @@ class RecordMetadata(
         return self.timestamp != -1
 
 
-# RecordMetadata tuples are built in C and given RecordMetadata's type: one allocation, no Python
-# call (a completion callback runs per record, and RecordMetadata._make costs ~5x as much). That
-# is sound only while RecordMetadata adds no storage to tuple (``__slots__ = ()``): checked here,
-# once.
-if RecordMetadata.__basicsize__ != tuple.__basicsize__ or RecordMetadata.__itemsize__ != \
-        tuple.__itemsize__:
-    raise ImportError("RecordMetadata must keep tuple's layout (__slots__ = ())")
-cdef PyTypeObject* _RECORD_METADATA_TYPE = <PyTypeObject*>RecordMetadata
+cdef PyTypeObject* tuple_layout_type(type cls) except NULL:
+    if cls.__basicsize__ != tuple.__basicsize__ or cls.__itemsize__ != tuple.__itemsize__:
+        raise ImportError(f"{cls.__name__} must keep tuple's layout (__slots__ = ())")
+    return <PyTypeObject*>cls
+
+
+cdef PyObject* as_named_tuple(PyObject* t, PyTypeObject* tp) noexcept:
+    # (the GC would untrack such a tuple itself, but only after a collection walked it)
+    PyObject_GC_UnTrack(t)
+    # a heap type is owned by its instances: the reference subtype_dealloc gives back
+    Py_INCREF(<object>tp)
+    Py_SET_TYPE(t, tp)
+    return t
+
+
+# RecordMetadata tuples are built in C and given RecordMetadata's type (as_named_tuple): one
+# allocation, no Python call (RecordMetadata._make costs ~5x as much).
+cdef PyTypeObject* _RECORD_METADATA_TYPE = tuple_layout_type(RecordMetadata)
 
 # the fields of a RecordMetadata tuple, by position
 cdef enum:
@@ -111,17 +121,6 @@ cdef inline int _replace(PyObject* tup, Py_ssize_t i, PyObject* value) except -1
     return 0
 
 
-cdef PyObject* _typed(PyObject* md) noexcept:
-    # a filled plain tuple becomes a RecordMetadata; it holds str, int, None and a TopicPartition
-    # of those only, so it cannot be part of a reference cycle: out of the GC's lists at once
-    # (the GC would untrack it itself, but only after a collection walked it)
-    PyObject_GC_UnTrack(md)
-    # a heap type is owned by its instances: the reference subtype_dealloc gives back
-    Py_INCREF(<object>_RECORD_METADATA_TYPE)
-    Py_SET_TYPE(md, _RECORD_METADATA_TYPE)
-    return md
-
-
 cdef object new_record_metadata(str topic, int partition, object topic_partition,
                                 long long base_offset, long long log_append_time, int rel,
                                 long long create_ts, int key_size, int value_size,
@@ -135,16 +134,16 @@ cdef object new_record_metadata(str topic, int partition, object topic_partition
         _own(md, MD_TOPIC_PARTITION, <PyObject*>topic_partition)
         _own(md, MD_CHECKSUM, <PyObject*>None)
         _put(md, MD_PARTITION, PyLong_FromLong(partition))
-        _put(md, MD_OFFSET, PyLong_FromLongLong(-1 if base_offset < 0 else base_offset + rel))
-        _put(md, MD_TIMESTAMP, PyLong_FromLongLong(
-            log_append_time if log_append_time != -1 else create_ts))
+        _put(md, MD_OFFSET, PyLong_FromLongLong(record_offset(base_offset, rel)))
+        _put(md, MD_TIMESTAMP, PyLong_FromLongLong(record_timestamp(log_append_time, create_ts)))
         _put(md, MD_KEY_SIZE, PyLong_FromLong(key_size))
         _put(md, MD_VALUE_SIZE, PyLong_FromLong(value_size))
         _put(md, MD_HEADER_SIZE, PyLong_FromLong(header_size))
     except BaseException:
         Py_DECREF(<object>md)  # still a plain tuple: its items go with it
         raise
-    cdef object result = <object>_typed(md)  # a second reference: give back the creation one
+    # a second reference: give back the creation one
+    cdef object result = <object>as_named_tuple(md, _RECORD_METADATA_TYPE)
     Py_DECREF(result)
     return result
 
@@ -170,9 +169,8 @@ cdef class RecordMetadataMaker:
                      int header_size):
         """Record ``rel``'s RecordMetadata (its timestamp ``create_ts`` unless the batch has a
         log-append time)."""
-        cdef long long offset = -1 if self._base_offset < 0 else self._base_offset + rel
-        cdef long long ts = (self._log_append_time if self._log_append_time != -1
-                             else create_ts)
+        cdef long long offset = record_offset(self._base_offset, rel)
+        cdef long long ts = record_timestamp(self._log_append_time, create_ts)
         cdef PyObject* md = self._last
         cdef PyObject* last = md
         cdef int i
@@ -198,7 +196,7 @@ cdef class RecordMetadataMaker:
             except BaseException:
                 Py_DECREF(<object>md)  # still a plain tuple: its items go with it
                 raise
-            md = _typed(md)
+            md = as_named_tuple(md, _RECORD_METADATA_TYPE)
             self._last = md  # the creation reference
             if last == NULL:
                 self._offset, self._timestamp = offset, ts

@@ -25,6 +25,8 @@ from cproducer.producer.internals.produce_request_result cimport (
     new_future,
     new_record_metadata_maker,
     record_completion_of,
+    record_offset,
+    record_timestamp,
 )
 from cproducer.record.record_batch_reader cimport read_records
 from cproducer.record.record_batch_builder cimport RecordBatchBuilder
@@ -294,9 +296,8 @@ cdef class ProducerBatch:
                     if completed != NULL:  # its fields, in C
                         _run_hook(completed, fn, self.topic, self.partition,
                                   self.topic_partition,
-                                  -1 if base_offset < 0 else base_offset + data[i].rel,
-                                  (log_append_time if log_append_time != -1
-                                   else data[i].timestamp), None)
+                                  record_offset(base_offset, data[i].rel),
+                                  record_timestamp(log_append_time, data[i].timestamp), None)
                         continue
                     if maker is None:
                         maker = new_record_metadata_maker(self.topic, self.partition,
