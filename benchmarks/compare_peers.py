@@ -193,9 +193,8 @@ def run_confluent_columns(bootstrap: str, topic: str, n: int, warm: int) -> Dict
     rows: List[Any] = []
 
     def record(i: int) -> Any:
-        if i % chunk == 0:
-            m = min(chunk, len(values))
-            ks, vs = all_keys[:m], values[:m]
+        if i % chunk == 0:  # each chunk converted when its first record is produced
+            ks, vs = all_keys, values
             if SEND_MANY_INPUT == "arrow":
                 ks, vs = ks.to_pylist(), vs.to_pylist()
             elif SEND_MANY_INPUT == "numpy":
