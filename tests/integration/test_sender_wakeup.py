@@ -18,6 +18,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from cproducer import KafkaProducer
 from cproducer.localbroker import LocalBroker
+from tests.integration.readback import read_back
 
 THREADS = 8
 ROUNDS = 40
@@ -95,6 +96,12 @@ def test_concurrent_appends_all_delivered_no_wakeup_lost(
         for partition, got in offsets.items():
             assert len(set(got)) == len(got), f"partition {partition}: an offset given twice"
         assert sum(len(v) for v in offsets.values()) == THREADS * ROUNDS * RUN
+    # librdkafka reads every record back once, each thread's in its send order
+    records = read_back(broker.bootstrap_servers, topic, PARTITIONS, THREADS * ROUNDS * RUN + 1)
+    assert len(records) == THREADS * ROUNDS * RUN + 1
+    for t in range(THREADS):
+        mine = sorted((r.offset, r.value) for r in records if r.value.startswith(f"{t}:".encode()))
+        assert [v for _, v in mine] == [f"{t}:{seq}".encode() for seq in range(ROUNDS * RUN)]
 
 
 def test_aio_sends_wake_an_idle_sender(broker: LocalBroker, new_topic: Any) -> None:
@@ -131,3 +138,7 @@ def test_aio_sends_wake_an_idle_sender(broker: LocalBroker, new_topic: Any) -> N
     for partition, got in by_partition.items():
         # awaited in send order, one partition's offsets rise with it
         assert got == sorted(got) and len(set(got)) == len(got), partition
+    records = read_back(broker.bootstrap_servers, topic, PARTITIONS, ROUNDS * (RUN + 1))
+    assert sorted((r.partition, r.offset) for r in records) == sorted(
+        (md.partition, md.offset) for md in metadata
+    )
