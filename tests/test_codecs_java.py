@@ -78,7 +78,8 @@ def test_java_decodes_batches_compressed_as_records_came(
     java_classpath: str, codec: str, level: Any, tmp_path
 ) -> None:
     """A batch compressed stage by stage (a 4 KiB stage: many blocks, some of random bytes,
-    which lz4 stores as they are) is one stream Java reads back whole."""
+    which lz4 stores as they are; values of 8 KiB or more, which lz4 compresses as blocks of
+    their own from the caller's memory) is one stream Java reads back whole."""
     from cproducer.record.record_batch_builder import RECORD_BATCH_OVERHEAD, RecordBatchBuilder
 
     cid = compression.codec_id(codec)
@@ -87,6 +88,8 @@ def test_java_decodes_batches_compressed_as_records_came(
     )
     for i in range(2000):
         value = os.urandom(3000) if i % 97 == 5 else b"record %06d with some payload | " % i * 5
+        if i % 89 == 7:
+            value = b"large value %06d | " % i * 1500 if i % 2 else os.urandom(70000)
         assert b.try_append(i, b"k%d" % i, value) == i
     b.close()
     section = bytes(b.buffer())[RECORD_BATCH_OVERHEAD:]

@@ -183,3 +183,23 @@ def test_a_released_builder_compresses_nothing_more() -> None:
     assert b.charged_memory == 0 and pool.available_memory == (1 << 20) - 1024
     with pytest.raises(RuntimeError, match="released"):
         b.close()
+
+
+def test_a_large_lz4_value_is_refused_when_its_compressed_blocks_have_no_room() -> None:
+    """A value lz4 compresses straight from the caller's memory (8 KiB or more) has its
+    compressed blocks reserved before anything is written: when the budget has no room for them
+    the record is refused (the batch full) and the batch holds what it had."""
+    pool = BufferPool(70000, 16384)
+    b = RecordBatchBuilder(
+        bytearray(16384), CODEC_LZ4, 1 << 22, compression_ratio_estimate=0.05, memory_budget=pool
+    )
+    first = b"a" * 10000
+    assert b.try_append(0, b"k", first) == 0  # the first record always goes in
+    charged = b.charged_memory
+    assert 10000 < charged < 70000 and pool.available_memory == 70000 - charged
+    assert b.try_append(0, b"k", b"b" * 100000) == -1
+    assert b.is_full and b.num_records == 1 and b.charged_memory == charged
+    b.close()
+    records = list(DefaultRecordBatch(bytes(b.buffer())))
+    assert [(r.key, r.value) for r in records] == [(b"k", first)]
+    assert pool.available_memory == 70000

@@ -285,6 +285,31 @@ def test_records_larger_than_the_callers_buffer_among_compressed_ones(codec) -> 
     assert decode(bytes(b.buffer())) == expected(recs)
 
 
+def test_lz4_large_values_are_compressed_from_the_callers_memory() -> None:
+    """lz4 compresses a value of 8 KiB or more without copying it into the stage: a value four
+    times the caller's buffer leaves the stage as it was (no private stage), and the batch
+    (records with and without headers, null keys, values over lz4's 64 KiB block among small
+    ones) reads back whole with kafka-python."""
+    rnd = random.Random(7)
+    buf = bytearray(16384)
+    b = RecordBatchBuilder(buf, CODEC_LZ4, 1 << 22, compression_ratio_estimate=0.05)
+    recs: list = []
+    sizes = [100, 8192, 65536, 70000, 300, 8191, 20000, 0, 9000, 150000]
+    for i, size in enumerate(sizes):
+        value = (rnd.randbytes(64) * (size // 64 + 1))[:size]
+        key = None if i % 4 == 3 else b"k%d" % i
+        headers = [("h", b"x")] if i == 8 else []
+        assert b.try_append(NOW + i, key, value, headers) == i
+        recs.append((NOW + i, key, value, headers))
+        assert b.capacity == len(buf)
+    big = rnd.randbytes(40000)  # incompressible: lz4 stores its blocks as they are
+    assert b.try_append(NOW + 20, b"r", big, []) == len(sizes)
+    recs.append((NOW + 20, b"r", big, []))
+    assert read_records(b) == [(ts, k, v, hs or None) for ts, k, v, hs in recs]
+    b.close()
+    assert decode(bytes(b.buffer())) == expected(recs)
+
+
 def test_numpy_and_memoryview_buffers() -> None:
     arr = np.zeros(1000, dtype=np.uint8)
     b = RecordBatchBuilder(arr)

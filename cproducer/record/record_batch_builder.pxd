@@ -91,6 +91,11 @@ cdef class RecordBatchBuilder:
     cdef void _release_charge(self) noexcept
     cdef bint _zreserve(self, Py_ssize_t extra, bint may_refuse) except -1
     cdef bint _flush_stage(self, bint may_refuse) except -1
+    cdef bint _choose_lz4_c(self) except -1
+    cdef int _append_value_direct(self, int32_t offset_delta, int64_t ts_delta,
+                                  Py_ssize_t body, Py_ssize_t total,
+                                  const unsigned char* key, Py_ssize_t key_len,
+                                  const unsigned char* value, Py_ssize_t value_len) except -2
     cdef int _append_compressed(self, object out) except -1
     cdef void _to_holder(self) noexcept
     cdef int _end_stream(self) except -1

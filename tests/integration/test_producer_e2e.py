@@ -57,6 +57,8 @@ def test_codecs_round_trip_and_offsets_match(broker: LocalBroker, codec: Optiona
             headers = [("h", f"{i}".encode()), ("ü-ключ", None)] if i % 3 == 0 else None
             # a null value with a key (a tombstone); never both null, which send() refuses
             value = None if i % 11 == 0 and key else (f"value-{i}-" * (1 + i % 5)).encode()
+            if i % 53 == 5:  # 8 KiB to 600 KiB: lz4 compresses these from the caller's memory
+                value = (f"large-{i}-".encode() * 60000)[: 8192 + 997 * i]
             futures.append((key, value, headers, producer.send(topic, value, key, headers)))
         producer.flush()
         metas = [(k, v, h, f.get(timeout=10)) for k, v, h, f in futures]
