@@ -135,6 +135,10 @@ cdef int CODEC_LZ4 = _compression.CODEC_LZ4
 # so a record costs one more block header (4 bytes) and its bytes are compressed without the
 # records around them. Below this size the copy is cheaper than the extra lz4 call.
 cdef Py_ssize_t LZ4_DIRECT_MIN = 8192
+# A block this short is stored as it is, without calling lz4: the head of a record whose value
+# is compressed on its own (a few dozen bytes of lengths, offsets and key) seldom shrinks, and
+# the call costs more than the bytes it could save.
+cdef Py_ssize_t LZ4_RAW_MAX = 64
 cdef bint _lz4_kept_ready = False  # ... initialized by a first compression
 
 
@@ -150,9 +154,13 @@ cdef Py_ssize_t _lz4_blocks(void* state, bint ready, const unsigned char* src, P
     cdef _lz4_compress_fn fn
     while done < n:
         chunk = min(n - done, LZ4_BLOCK_MAX)
-        fn = _lz4_block_fast if ready and _lz4_block_fast != NULL else _lz4_block
-        c = fn(state, <const char*>(src + done), <char*>(p + 4), <int>chunk, <int>chunk - 1, 1)
-        ready = True
+        if chunk <= LZ4_RAW_MAX:
+            c = 0  # too short to be worth an lz4 call: stored as it is
+        else:
+            fn = _lz4_block_fast if ready and _lz4_block_fast != NULL else _lz4_block
+            c = fn(state, <const char*>(src + done), <char*>(p + 4), <int>chunk, <int>chunk - 1,
+                   1)
+            ready = True
         if c > 0:
             size = <uint32_t>c
         else:
