@@ -9,10 +9,13 @@ topic bound with ``functools.partial``: no coroutine of the benchmark's around i
 futures awaited while the next chunks are sent, at most 16 chunks outstanding; a chunk is awaited
 with ``asyncio.gather`` (``--await-mode gather``, the default) or one ``await`` per future in send
 order (``--await-mode each``: no gather machinery, whose per-future callbacks cost every client
-the same few microseconds). Only the sending and awaiting is timed, not start/stop.
-Prints each round, then the medians and the ratios of cproducer.aio's msg/s to each peer's.
+the same few microseconds). Only the sending and awaiting is timed, not start/stop, and only
+after a warm-up of the same kind (``--warmup`` records, 10,000 by default: the topic's metadata
+fetched, the pipeline running). Prints each round, then the medians and the ratios of
+cproducer.aio's msg/s to each peer's.
 
     python benchmarks/compare_async.py [--records 100000] [--rounds 5] [--await-mode each]
+                                       [--warmup 10000]
                                        [--clients cproducer.aio,aiokafka,confluent.aio]
 """
 
@@ -42,6 +45,8 @@ CHUNK = 1000
 WINDOW = 16
 #: "gather" or "each" (set in each child from --await-mode)
 AWAIT_MODE = "gather"
+#: records sent (and awaited) before the clock starts (set in each child from --warmup)
+WARMUP = 0
 
 
 def _cpu_s() -> float:
@@ -95,6 +100,9 @@ async def _aiokafka_style(cls: Any, bootstrap: str, topic: str, n: int) -> Dict[
 
 
 async def _timed(send: Callable[..., Awaitable[Any]], n: int) -> Dict[str, float]:
+    if WARMUP:
+        # the steady state: the topic's metadata known, the connection and the pipeline warm
+        await _drive(send, WARMUP)
     cpu0, t0 = _cpu_s(), time.perf_counter()
     delivered = await _drive(send, n)
     return {"delivered": delivered, "wall_s": time.perf_counter() - t0, "cpu_s": _cpu_s() - cpu0}
@@ -129,9 +137,9 @@ CLIENTS = {
 }
 
 
-def _child(name: str, bootstrap: str, topic: str, n: int, mode: str, out: Any) -> None:
-    global AWAIT_MODE
-    AWAIT_MODE = mode
+def _child(name: str, bootstrap: str, topic: str, n: int, mode: str, warmup: int, out: Any) -> None:
+    global AWAIT_MODE, WARMUP
+    AWAIT_MODE, WARMUP = mode, warmup
     try:
         out.put({"client": name, **asyncio.run(CLIENTS[name](bootstrap, topic, n))})
     except Exception as exc:  # reported, not raised: the other clients still run
@@ -141,6 +149,7 @@ def _child(name: str, bootstrap: str, topic: str, n: int, mode: str, out: Any) -
 def main(argv: List[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--records", type=int, default=100_000)
+    ap.add_argument("--warmup", type=int, default=10_000, help="records before the clock")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--clients", default=",".join(CLIENTS))
     ap.add_argument("--await-mode", choices=("gather", "each"), default="gather")
@@ -160,7 +169,15 @@ def main(argv: List[str] | None = None) -> int:
                 q = ctx.Queue()
                 proc = ctx.Process(
                     target=_child,
-                    args=(name, broker.bootstrap_servers, topic, args.records, args.await_mode, q),
+                    args=(
+                        name,
+                        broker.bootstrap_servers,
+                        topic,
+                        args.records,
+                        args.await_mode,
+                        args.warmup,
+                        q,
+                    ),
                 )
                 proc.start()
                 res = q.get(timeout=900)
@@ -183,7 +200,8 @@ def main(argv: List[str] | None = None) -> int:
     print(
         f"workload: {args.records} x {VALUE_SIZE} B, {DISTINCT_KEYS} keys, "
         f"{PARTITIONS} partitions, acks=all, linger 5 ms, every future awaited "
-        f"({args.await_mode}, chunks of {CHUNK}), {args.rounds} rounds"
+        f"({args.await_mode}, chunks of {CHUNK}), {args.warmup} warm-up records, "
+        f"{args.rounds} rounds"
     )
     medians: Dict[str, float] = {}
     print(f"{'client':<14}{'median msg/s':>14}{'CPU us/msg':>12}")
