@@ -17,6 +17,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import numpy as np
 
 from cproducer.errors import KafkaTimeoutError
+from cproducer.producer.send_many import fill_segment
 
 log = logging.getLogger("cproducer.producer.batch_future")
 
@@ -65,16 +66,13 @@ class BatchFuture:
         first_rel_offset: int,
         error: Optional[BaseException],
     ) -> None:
-        idx = np.arange(start, end) if order is None else order[start:end]
         n = end - start
+        first = base_offset + first_rel_offset if error is None and base_offset >= 0 else -1
         with self._lock:
-            self.partitions[idx] = partition
-            if error is None:
-                if base_offset >= 0:
-                    first = base_offset + first_rel_offset
-                    self.offsets[idx] = np.arange(first, first + n, dtype=np.int64)
-            else:
-                for i in idx.tolist():
+            fill_segment(self.partitions, self.offsets, order, start, end, partition, first)
+            if error is not None:
+                idx = range(start, end) if order is None else order[start:end].tolist()
+                for i in idx:
                     self.errors[i] = error
             self._remaining -= n
             finished = self._remaining == 0

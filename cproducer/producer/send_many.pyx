@@ -250,6 +250,43 @@ def append_columns(RecordAccumulator acc, str topic, Column values, Column keys,
             dq.lock.release_c()
 
 
+def fill_segment(cnp.ndarray partitions, cnp.ndarray offsets, order, Py_ssize_t start,
+                 Py_ssize_t end, int partition, long long first_offset):
+    """A completed segment of a send_many call, in one C loop: for the k-th record i of
+    ``order[start:end]`` (``range(start, end)`` when order is None), ``partitions[i] =
+    partition`` and, when ``first_offset >= 0``, ``offsets[i] = first_offset + k``. The arrays
+    are the call's own (``BatchFuture``): int32 and int64, contiguous, one entry per record."""
+    cdef int32_t* parts
+    cdef int64_t* offs
+    cdef const int64_t* ords = NULL
+    cdef cnp.ndarray order_arr
+    cdef Py_ssize_t k, i, n = partitions.shape[0]
+    if (partitions.dtype.num != cnp.NPY_INT32 or offsets.dtype.num != cnp.NPY_INT64
+            or not cnp.PyArray_IS_C_CONTIGUOUS(partitions)
+            or not cnp.PyArray_IS_C_CONTIGUOUS(offsets) or offsets.shape[0] != n):
+        raise TypeError("partitions must be contiguous int32 and offsets int64 of one length")
+    if start < 0 or end < start:
+        raise ValueError(f"bad segment [{start}, {end})")
+    if order is not None:
+        order_arr = <cnp.ndarray?>order
+        if (order_arr.dtype.num != cnp.NPY_INT64 or not cnp.PyArray_IS_C_CONTIGUOUS(order_arr)
+                or order_arr.shape[0] < end):
+            raise TypeError("order must be a contiguous int64 array covering the segment")
+        ords = <const int64_t*>cnp.PyArray_DATA(order_arr)
+    elif end > n:
+        raise ValueError(f"segment [{start}, {end}) is past the {n} records")
+    parts = <int32_t*>cnp.PyArray_DATA(partitions)
+    offs = <int64_t*>cnp.PyArray_DATA(offsets)
+    for k in range(end - start):
+        i = ords[start + k] if ords != NULL else start + k
+        if i < 0 or i >= n:
+            raise IndexError(f"order[{start + k}] = {i} is not a record of the call")
+        parts[i] = partition
+        if first_offset >= 0:
+            offs[i] = first_offset + k
+    return None
+
+
 def partitions_of_column(Column keys, int num_partitions):
     """murmur2 partition of every key (-1 for null keys), one C loop."""
     cdef Py_ssize_t i
