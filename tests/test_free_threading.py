@@ -26,6 +26,7 @@ WITHOUT_GIL = {
     "cproducer/record/record_batch_reader.pyx",  # stateless, reads a builder held by its caller
     "cproducer/utils/fast_lock.pyx",  # the native mutex itself
     "cproducer/compat/confluent/partitioners.pyx",  # stateless (its table is built at import)
+    "cproducer/protocol/reader.pyx",  # no shared state: a Reader is used by one thread
 }
 
 

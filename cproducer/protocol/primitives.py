@@ -1,4 +1,5 @@
-"""Kafka protocol primitive types: a growable Writer and a bounds-checked Reader.
+"""Kafka protocol primitive types: a growable Writer and a bounds-checked Reader (in C:
+``reader.pyx``).
 
 Non-flexible versions use int16/int32 length prefixes; flexible ("compact") versions use an
 unsigned varint of length + 1 (0 = null) and end each struct with a tagged-fields section.
@@ -9,7 +10,14 @@ from __future__ import annotations
 import struct
 from typing import Any, Callable, Dict, List, Optional, Tuple, TypeVar
 
-from cproducer.errors import CorruptResponseError
+from cproducer.protocol.reader import Reader
+
+__all__ = [
+    "Reader",
+    "Writer",
+    "read_throttle_and_error",
+    "read_throttle_and_partition_errors",
+]
 
 T = TypeVar("T")
 
@@ -120,102 +128,6 @@ class Writer:
 
     def getvalue(self) -> bytes:
         return bytes(self.buf)
-
-
-class Reader:
-    """Reads a memoryview; any read past the end raises CorruptResponseError."""
-
-    __slots__ = ("view", "pos")
-
-    def __init__(self, data: Any, pos: int = 0) -> None:
-        self.view = memoryview(data).cast("B") if not isinstance(data, memoryview) else data
-        self.pos = pos
-
-    def _take(self, n: int) -> memoryview:
-        end = self.pos + n
-        if n < 0 or end > len(self.view):
-            raise CorruptResponseError(
-                f"truncated response: needed {n} bytes at offset {self.pos}, "
-                f"{len(self.view) - self.pos} left"
-            )
-        out = self.view[self.pos : end]
-        self.pos = end
-        return out
-
-    def remaining(self) -> int:
-        return len(self.view) - self.pos
-
-    def int8(self) -> int:
-        return int(_I8.unpack(self._take(1))[0])
-
-    def boolean(self) -> bool:
-        return self._take(1)[0] != 0
-
-    def int16(self) -> int:
-        return int(_I16.unpack(self._take(2))[0])
-
-    def int32(self) -> int:
-        return int(_I32.unpack(self._take(4))[0])
-
-    def uint32(self) -> int:
-        return int(_U32.unpack(self._take(4))[0])
-
-    def int64(self) -> int:
-        return int(_I64.unpack(self._take(8))[0])
-
-    def uvarint(self) -> int:
-        result = shift = 0
-        while True:
-            b = self._take(1)[0]
-            result |= (b & 0x7F) << shift
-            if not b & 0x80:
-                return result
-            shift += 7
-            if shift > 63:
-                raise CorruptResponseError("varint is too long")
-
-    def varint(self) -> int:
-        v = self.uvarint()
-        return (v >> 1) ^ -(v & 1)
-
-    def string(self, compact: bool = False) -> Optional[str]:
-        n = self.uvarint() - 1 if compact else self.int16()
-        if n < 0:
-            return None
-        try:
-            return bytes(self._take(n)).decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise CorruptResponseError(f"string is not UTF-8: {exc}") from None
-
-    def bytes_(self, compact: bool = False) -> Optional[bytes]:
-        n = self.uvarint() - 1 if compact else self.int32()
-        if n < 0:
-            return None
-        return bytes(self._take(n))
-
-    def array_length(self, compact: bool = False) -> int:
-        n = self.uvarint() - 1 if compact else self.int32()
-        if n > self.remaining():
-            raise CorruptResponseError(f"array of {n} items cannot fit in {self.remaining()} bytes")
-        return n
-
-    def array(self, read: Callable[[Reader], T], compact: bool = False) -> Optional[List[T]]:
-        n = self.array_length(compact)
-        if n < 0:
-            return None
-        return [read(self) for _ in range(n)]
-
-    def tagged_fields(self) -> None:
-        for _ in range(self.uvarint()):
-            self.uvarint()  # tag
-            self._take(self.uvarint())  # skip unknown tagged data
-
-    def tagged_field_items(self) -> List[Tuple[int, memoryview]]:
-        """A tagged-fields section as ``[(tag, data)]``, for the codecs that read some tags."""
-        return [(self.uvarint(), self._take(self.uvarint())) for _ in range(self.uvarint())]
-
-    def uuid(self) -> bytes:
-        return bytes(self._take(16))
 
 
 def read_throttle_and_error(data: memoryview, flex: bool) -> Tuple[int, int]:
