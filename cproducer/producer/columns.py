@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from cproducer.producer.send_many import buffer_column, objects_column
+from cproducer.producer.send_many import buffer_column, objects_column, offsets_column
 
 _BYTES = (bytes, bytearray, memoryview, type(None))
 
@@ -34,15 +34,15 @@ def _arrow(obj: Any, what: str) -> Any:
     else:
         raise TypeError(f"{what}: pyarrow arrays must be binary or string typed, got {t}")
     _validity, offsets_buf, data = obj.buffers()[:3]
-    n = len(obj)
-    offsets = np.frombuffer(offsets_buf, dtype=odt)[obj.offset : obj.offset + n + 1]
     valid = None
     if obj.null_count:
         valid = obj.is_valid().to_numpy(zero_copy_only=False).astype(np.uint8)
-    return buffer_column(
+    return offsets_column(
         data if data is not None else b"",
-        offsets[:-1].astype(np.int64),
-        offsets[1:].astype(np.int64),
+        offsets_buf,
+        obj.offset,
+        len(obj),
+        odt is np.int64,
         valid,
     )
 

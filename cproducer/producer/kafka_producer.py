@@ -51,7 +51,12 @@ from cproducer.producer.partitioners import (
     reruns_on_new_batch,
     resolve_partitioner,
 )
-from cproducer.producer.send_many import append_columns, partitions_of_column, size_upper_bounds
+from cproducer.producer.send_many import (
+    append_columns,
+    partition_order,
+    partitions_of_column,
+    size_upper_bounds,
+)
 from cproducer.producer.serializers import as_serialize_fn, takes_headers
 from cproducer.record import compression
 from cproducer.record.compression import codec_id
@@ -599,9 +604,7 @@ class KafkaProducer:
         # keyed records: group by partition, keeping each partition's records in call order.
         # With sticky (-1) records among them the call order is kept as it is: where a sticky
         # record lands depends on what was appended before it.
-        order = None
-        if n and (parts != parts[0]).any() and not (parts < 0).any():
-            order = np.argsort(parts, kind="stable").astype(np.int64)
+        order = partition_order(parts)
         future = BatchFuture(topic, n)
         appended, wakeup, failure = append_columns(
             self._accumulator,

@@ -40,6 +40,8 @@ cdef class Column:
     cdef const int64_t* starts
     cdef const int64_t* ends
     cdef const uint8_t* valid
+    cdef const int32_t* offsets32  # kind "offsets": Arrow's n + 1 offsets, int32 ...
+    cdef const int64_t* offsets64  # ... or int64 (large_binary/large_string)
     cdef readonly Py_ssize_t n
     cdef readonly object lengths  # int64 array, -1 = null
 
@@ -55,8 +57,15 @@ cdef class Column:
             return True
         if self.valid != NULL and not self.valid[i]:
             return False
-        ptr[0] = self.data + self.starts[i]
-        length[0] = self.ends[i] - self.starts[i]
+        if self.offsets32 != NULL:
+            ptr[0] = self.data + self.offsets32[i]
+            length[0] = self.offsets32[i + 1] - self.offsets32[i]
+        elif self.offsets64 != NULL:
+            ptr[0] = self.data + self.offsets64[i]
+            length[0] = self.offsets64[i + 1] - self.offsets64[i]
+        else:
+            ptr[0] = self.data + self.starts[i]
+            length[0] = self.ends[i] - self.starts[i]
         return True
 
 
@@ -116,6 +125,98 @@ def buffer_column(data, starts, ends, valid=None):
     col.keep = keep
     col.lengths = np.asarray(lengths, dtype=np.int64)
     return col
+
+
+def offsets_column(data, offsets, Py_ssize_t first, Py_ssize_t n, bint wide, valid=None):
+    """Kind "offsets": Arrow's layout read in place. ``offsets``: the offsets buffer's bytes
+    (int32 entries, int64 when ``wide``: large_binary/large_string), of which entries ``first ..
+    first + n`` (n + 1 of them) are this column's; ``data``: the values buffer they point into;
+    ``valid``: None or a uint8 array (0 = null). One C pass checks the offsets and makes the
+    lengths."""
+    cdef Column col = Column.__new__(Column)
+    cdef const uint8_t[::1] d
+    cdef const uint8_t[::1] ob
+    cdef const uint8_t[::1] v
+    cdef cnp.ndarray[int64_t, ndim=1] lengths
+    cdef int64_t* lp
+    cdef Py_ssize_t i, size, width = 8 if wide else 4
+    cdef int64_t a, b
+    if n < 0 or first < 0:
+        raise ValueError(f"bad slice of the offsets: first {first}, {n} records")
+    mv = memoryview(data).cast("B") if memoryview(data).nbytes else memoryview(b"\0")
+    size = memoryview(data).nbytes
+    d = mv
+    om = memoryview(offsets).cast("B")
+    if om.nbytes < (first + n + 1) * width:
+        raise ValueError(f"the offsets buffer holds {om.nbytes // width} entries, "
+                         f"needs {first + n + 1}")
+    ob = om
+    col.data = &d[0]
+    if wide:
+        col.offsets64 = <const int64_t*>&ob[first * width]
+    else:
+        col.offsets32 = <const int32_t*>&ob[first * width]
+    lengths = np.empty(n, dtype=np.int64)
+    lp = <int64_t*>cnp.PyArray_DATA(lengths)
+    for i in range(n):
+        if wide:
+            a, b = col.offsets64[i], col.offsets64[i + 1]
+        else:
+            a, b = col.offsets32[i], col.offsets32[i + 1]
+        if a < 0 or b < a or b > size:
+            raise ValueError("offsets point outside the data buffer")
+        lp[i] = b - a
+    keep = [mv, om]
+    if valid is not None:
+        v = np.ascontiguousarray(valid, dtype=np.uint8)
+        if v.shape[0] != n:
+            raise ValueError("the validity mask must have one entry per record")
+        col.valid = &v[0] if n else NULL
+        keep.append(v)
+        for i in range(n):
+            if not v[i]:
+                lp[i] = -1
+    col.n = n
+    col.keep = keep
+    col.lengths = lengths
+    return col
+
+
+def partition_order(partitions):
+    """The stable order of the records by partition (a counting sort), or None when it is the
+    call order already: every record in one partition, or a sticky (-1) record among them (where
+    it lands depends on what was appended before it)."""
+    cdef const int32_t[::1] p = partitions
+    cdef Py_ssize_t i, n = p.shape[0]
+    cdef int32_t v, hi = 0
+    cdef bint mixed = False
+    cdef cnp.ndarray[int64_t, ndim=1] order
+    cdef int64_t* out
+    cdef cnp.ndarray[int64_t, ndim=1] starts
+    cdef int64_t* st
+    for i in range(n):
+        v = p[i]
+        if v < 0:
+            return None
+        if v != p[0]:
+            mixed = True
+        if v > hi:
+            hi = v
+    if not mixed:
+        return None
+    starts = np.zeros(hi + 2, dtype=np.int64)
+    st = <int64_t*>cnp.PyArray_DATA(starts)
+    for i in range(n):
+        st[p[i] + 1] += 1
+    for i in range(hi + 1):
+        st[i + 1] += st[i]
+    order = np.empty(n, dtype=np.int64)
+    out = <int64_t*>cnp.PyArray_DATA(order)
+    for i in range(n):
+        v = p[i]
+        out[st[v]] = i
+        st[v] += 1
+    return order
 
 
 def size_upper_bounds(key_lengths, value_lengths, headers_sizes):
