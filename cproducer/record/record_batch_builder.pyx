@@ -388,6 +388,20 @@ cdef inline unsigned char* _copy(unsigned char* p, const void* src, Py_ssize_t n
     return p + n
 
 
+cdef inline unsigned char* _write_head(unsigned char* p, Py_ssize_t body, int64_t ts_delta,
+                                       int32_t offset_delta, const unsigned char* key,
+                                       Py_ssize_t key_len) noexcept:
+    # a record from its length to its key (key_len -1: null): length, attributes, timestamp
+    # delta, offset delta, key length, key; where the value's length goes
+    p = write_varint(p, <int32_t>body)
+    p[0] = 0  # record attributes
+    p = write_varlong(p + 1, ts_delta)
+    p = write_varint(p, offset_delta)
+    if key_len < 0:
+        return write_varint(p, -1)
+    return _copy(write_varint(p, <int32_t>key_len), key, key_len)
+
+
 cdef inline int _changed() except -1:
     raise RuntimeError("headers changed while the record was being written")
 
@@ -646,15 +660,8 @@ cdef class RecordBatchBuilder:
         ):
             self._appends_closed = True
             return -1
-        p = self._buf + (self._pos - self._woff)
-        p = write_varint(p, <int32_t>body)
-        p[0] = 0  # record attributes
-        p = write_varlong(p + 1, ts_delta)
-        p = write_varint(p, offset_delta)
-        if key_len < 0:
-            p = write_varint(p, -1)
-        else:
-            p = _copy(write_varint(p, <int32_t>key_len), key, key_len)
+        p = _write_head(self._buf + (self._pos - self._woff), body, ts_delta, offset_delta, key,
+                        key_len)
         write_varint(p, <int32_t>value_len)
         self._pos += head_len
         self._flush_stage(False)  # its room is reserved: it writes and returns True
@@ -817,14 +824,7 @@ cdef class RecordBatchBuilder:
                 )
             p = self._buf + (self._pos - self._woff)
             end = p + total
-            p = write_varint(p, <int32_t>body)
-            p[0] = 0  # record attributes
-            p = write_varlong(p + 1, ts_delta)
-            p = write_varint(p, offset_delta)
-            if key_len < 0:
-                p = write_varint(p, -1)
-            else:
-                p = _copy(write_varint(p, <int32_t>key_len), key, key_len)
+            p = _write_head(p, body, ts_delta, offset_delta, key, key_len)
             if value_len < 0:
                 p = write_varint(p, -1)
             else:
