@@ -133,7 +133,10 @@ cdef int CODEC_LZ4 = _compression.CODEC_LZ4
 # the CPU of sending 10 kB values. The record's bytes before the value go out with the stage
 # (compressed with the records before them, or stored as they are when lz4 cannot shrink them),
 # so a record costs one more block header (4 bytes) and its bytes are compressed without the
-# records around them. Below this size the copy is cheaper than the extra lz4 call.
+# records around them. Below this size the copy is cheaper than the extra lz4 call. A value
+# that half a stage, or half an lz4 block, could hold with others is still copied (see
+# _lz4_direct_min): in a larger batch.size its bytes find matches in the records beside it,
+# as in Java's 64 KiB blocks.
 cdef Py_ssize_t LZ4_DIRECT_MIN = 8192
 # A block this short is stored as it is, without calling lz4: the head of a record whose value
 # is compressed on its own (a few dozen bytes of lengths, offsets and key) seldom shrinks, and
@@ -386,6 +389,12 @@ cdef inline unsigned char* _copy(unsigned char* p, const void* src, Py_ssize_t n
     else:
         memcpy(p, src, n)
     return p + n
+
+
+cdef inline Py_ssize_t _lz4_direct_min(Py_ssize_t stage_len) noexcept:
+    # the smallest value compressed on its own (LZ4_DIRECT_MIN) in a stage of ``stage_len``
+    # bytes: one that half the stage, or half an lz4 block, could hold with others is copied
+    return max(LZ4_DIRECT_MIN, min((stage_len - RECORDS_OFFSET) // 2, LZ4_BLOCK_MAX // 2))
 
 
 cdef inline unsigned char* _write_head(unsigned char* p, Py_ssize_t body, int64_t ts_delta,
@@ -794,6 +803,7 @@ cdef class RecordBatchBuilder:
                 return -1
         if (value_len >= LZ4_DIRECT_MIN and hsize == NO_HEADERS_SIZE
                 and self._codec == CODEC_LZ4
+                and value_len >= _lz4_direct_min(PyMemoryView_GET_BUFFER(self._mv).len)
                 and total - value_len <= (PyMemoryView_GET_BUFFER(self._mv).len
                                           - RECORDS_OFFSET) // 2
                 and self._choose_lz4_c()):
