@@ -297,12 +297,13 @@ def run_kafka_python(bootstrap: str, topic: str, n: int, warm: int) -> Dict[str,
     def ok(_md: Any) -> None:
         delivered[0] += 1
 
+    # kafka-python 3 has no buffer pool (its buffer_memory option is gone): given only where
+    # the installed kafka-python still takes it
+    memory = (
+        {"buffer_memory": BUFFER_MEMORY} if "buffer_memory" in KafkaProducer.DEFAULT_CONFIG else {}
+    )
     p = KafkaProducer(
-        bootstrap_servers=bootstrap,
-        compression_type="lz4",
-        linger_ms=5,
-        acks="all",
-        buffer_memory=BUFFER_MEMORY,
+        bootstrap_servers=bootstrap, compression_type="lz4", linger_ms=5, acks="all", **memory
     )
 
     def produce(count: int) -> int:
