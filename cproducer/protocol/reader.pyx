@@ -17,7 +17,9 @@ wider than 64 bits, a string that is not UTF-8, and an array length larger than 
 from cpython.memoryview cimport PyMemoryView_GET_BUFFER
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.unicode cimport PyUnicode_DecodeUTF8
-from libc.stdint cimport int16_t, int32_t, int64_t, uint16_t, uint32_t, uint64_t
+from libc.stdint cimport int64_t, uint32_t, uint64_t
+
+from cproducer.utils.byte_utils cimport read_be16, read_be32, read_be64
 
 from cproducer.errors import CorruptResponseError
 
@@ -73,7 +75,6 @@ cdef class Reader:
         # a length prefix: compact (uvarint of length + 1, 0 = null), else int32 (wide) or int16;
         # -1 for null
         cdef uint64_t u
-        cdef const unsigned char* p
         cdef Py_ssize_t start = self.pos
         if compact:
             u = self._uvarint()
@@ -83,14 +84,11 @@ cdef class Reader:
             return <Py_ssize_t>u - 1
         if wide:
             self._need(4)
-            p = self._p + self.pos
             self.pos += 4
-            return <int32_t>((<uint32_t>p[0] << 24) | (<uint32_t>p[1] << 16)
-                             | (<uint32_t>p[2] << 8) | p[3])
+            return read_be32(self._p + self.pos - 4)
         self._need(2)
-        p = self._p + self.pos
         self.pos += 2
-        return <int16_t>((<uint16_t>p[0] << 8) | p[1])
+        return read_be16(self._p + self.pos - 2)
 
     def _take(self, Py_ssize_t n):
         self._need(n)
@@ -118,22 +116,14 @@ cdef class Reader:
         return self._length(False, True)
 
     def uint32(self):
-        cdef const unsigned char* p
         self._need(4)
-        p = self._p + self.pos
         self.pos += 4
-        return ((<uint32_t>p[0] << 24) | (<uint32_t>p[1] << 16) | (<uint32_t>p[2] << 8) | p[3])
+        return <uint32_t>read_be32(self._p + self.pos - 4)
 
     def int64(self):
-        cdef const unsigned char* p
-        cdef uint64_t v = 0
-        cdef int i
         self._need(8)
-        p = self._p + self.pos
-        for i in range(8):
-            v = (v << 8) | p[i]
         self.pos += 8
-        return <int64_t>v
+        return read_be64(self._p + self.pos - 8)
 
     def uvarint(self):
         return self._uvarint()
@@ -181,26 +171,29 @@ cdef class Reader:
             return None
         return [read(self) for _ in range(n)]
 
+    cdef Py_ssize_t _tagged_size(self) except -1:
+        # a tagged field's size, its bytes checked to be there
+        cdef uint64_t size = self._uvarint()
+        self._need(<Py_ssize_t>size if size <= <uint64_t>0x7FFFFFFFFFFFFFFF else -1)
+        return <Py_ssize_t>size
+
     def tagged_fields(self):
         cdef uint64_t _i, count = self._uvarint()
-        cdef uint64_t size
         for _i in range(count):
             self._uvarint()  # tag
-            size = self._uvarint()
-            self._need(<Py_ssize_t>size if size <= <uint64_t>0x7FFFFFFFFFFFFFFF else -1)
-            self.pos += <Py_ssize_t>size  # unknown tagged data: skipped
+            self.pos += self._tagged_size()  # unknown tagged data: skipped
 
     def tagged_field_items(self):
         """A tagged-fields section as ``[(tag, data)]``, for the codecs that read some tags."""
         cdef uint64_t _i, count = self._uvarint()
-        cdef uint64_t tag, size
+        cdef uint64_t tag
+        cdef Py_ssize_t size
         out = []
         for _i in range(count):
             tag = self._uvarint()
-            size = self._uvarint()
-            self._need(<Py_ssize_t>size if size <= <uint64_t>0x7FFFFFFFFFFFFFFF else -1)
-            out.append((tag, self.view[self.pos:self.pos + <Py_ssize_t>size]))
-            self.pos += <Py_ssize_t>size
+            size = self._tagged_size()
+            out.append((tag, self.view[self.pos:self.pos + size]))
+            self.pos += size
         return out
 
     def uuid(self):

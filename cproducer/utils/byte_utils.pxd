@@ -1,5 +1,5 @@
-# Shared inline helpers for writing Kafka wire formats straight into C buffers:
-# big-endian integers and (zigzag) varints, with their sizes.
+# Shared inline helpers for Kafka wire formats in C buffers: big-endian integers written and
+# read, (zigzag) varints written, with their sizes.
 from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 
 
@@ -22,8 +22,16 @@ cdef inline void write_be64(unsigned char *p, int64_t v) noexcept nogil:
     write_be32(p + 4, <int32_t><uint32_t><uint64_t>v)
 
 
+cdef inline int16_t read_be16(const unsigned char *p) noexcept nogil:
+    return <int16_t>((<uint16_t>p[0] << 8) | p[1])
+
+
 cdef inline int32_t read_be32(const unsigned char *p) noexcept nogil:
     return <int32_t>((<uint32_t>p[0] << 24) | (<uint32_t>p[1] << 16) | (<uint32_t>p[2] << 8) | p[3])
+
+
+cdef inline int64_t read_be64(const unsigned char *p) noexcept nogil:
+    return <int64_t>((<uint64_t><uint32_t>read_be32(p) << 32) | <uint32_t>read_be32(p + 4))
 
 
 cdef inline int uvarint_size(uint64_t v) noexcept nogil:
