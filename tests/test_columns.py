@@ -7,7 +7,7 @@ import pyarrow as pa
 import pytest
 
 from cproducer.producer.columns import to_column
-from cproducer.producer.send_many import offsets_column, partition_order
+from cproducer.producer.send_many import buffer_column, offsets_column, partition_order
 
 
 @pytest.mark.parametrize("kind", [pa.binary(), pa.large_binary(), pa.string(), pa.large_string()])
@@ -33,6 +33,8 @@ def test_offsets_outside_the_data_are_refused() -> None:
     for offsets in ([0, 2, 7], [0, 3, 2], [-1, 2, 6]):
         with pytest.raises(ValueError, match="outside the data buffer"):
             offsets_column(data, np.array(offsets, dtype=np.int32).tobytes(), 0, 2, False)
+    with pytest.raises(ValueError, match="outside the data buffer"):  # an empty buffer too
+        buffer_column(b"", np.array([0]), np.array([1]))
     with pytest.raises(ValueError, match="needs 4"):
         offsets_column(data, np.array([0, 2, 6], dtype=np.int64).tobytes(), 1, 2, True)
 

@@ -94,17 +94,33 @@ def objects_column(seq, str what):
     return col
 
 
+cdef object _values_view(Column col, object data):
+    # the view of a column's data buffer, its first byte at col.data (an empty buffer has no
+    # first byte: a one-byte stand-in is pointed at, never read)
+    cdef const uint8_t[::1] d
+    mv = memoryview(data).cast("B")
+    d = mv if mv.nbytes else memoryview(b"\0")
+    col.data = &d[0]
+    return mv
+
+
+cdef object _validity(Column col, object valid):
+    # the validity mask (0 = null), one entry per record (col.n), at col.valid; the array, to be
+    # kept alive with the column
+    cdef const uint8_t[::1] v = np.ascontiguousarray(valid, dtype=np.uint8)
+    if v.shape[0] != col.n:
+        raise ValueError("the validity mask must have one entry per record")
+    col.valid = &v[0] if col.n else NULL
+    return v.base
+
+
 def buffer_column(data, starts, ends, valid=None):
     """Kind "buffer": ``data`` (any contiguous buffer), int64 ``starts``/``ends``, optional
     uint8 ``valid`` (0 = null)."""
     cdef Column col = Column.__new__(Column)
-    cdef const uint8_t[::1] d
     cdef const int64_t[::1] s = np.ascontiguousarray(starts, dtype=np.int64)
     cdef const int64_t[::1] e = np.ascontiguousarray(ends, dtype=np.int64)
-    cdef const uint8_t[::1] v
-    mv = memoryview(data).cast("B") if memoryview(data).nbytes else memoryview(b"\0")
-    d = mv
-    col.data = &d[0]
+    mv = _values_view(col, data)
     col.n = s.shape[0]
     if e.shape[0] != col.n:
         raise ValueError("starts and ends must have the same length")
@@ -116,12 +132,9 @@ def buffer_column(data, starts, ends, valid=None):
         raise ValueError("offsets point outside the data buffer")
     keep = [mv, s, e]
     if valid is not None:
-        v = np.ascontiguousarray(valid, dtype=np.uint8)
-        if v.shape[0] != col.n:
-            raise ValueError("the validity mask must have one entry per record")
-        col.valid = &v[0] if col.n else NULL
+        v = _validity(col, valid)
         keep.append(v)
-        lengths = np.where(np.asarray(v) != 0, lengths, -1)
+        lengths = np.where(v != 0, lengths, -1)
     col.keep = keep
     col.lengths = np.asarray(lengths, dtype=np.int64)
     return col
@@ -134,24 +147,21 @@ def offsets_column(data, offsets, Py_ssize_t first, Py_ssize_t n, bint wide, val
     ``valid``: None or a uint8 array (0 = null). One C pass checks the offsets and makes the
     lengths."""
     cdef Column col = Column.__new__(Column)
-    cdef const uint8_t[::1] d
     cdef const uint8_t[::1] ob
-    cdef const uint8_t[::1] v
     cdef cnp.ndarray[int64_t, ndim=1] lengths
     cdef int64_t* lp
     cdef Py_ssize_t i, size, width = 8 if wide else 4
     cdef int64_t a, b
     if n < 0 or first < 0:
         raise ValueError(f"bad slice of the offsets: first {first}, {n} records")
-    mv = memoryview(data).cast("B") if memoryview(data).nbytes else memoryview(b"\0")
-    size = memoryview(data).nbytes
-    d = mv
+    mv = _values_view(col, data)
+    size = mv.nbytes
+    col.n = n
     om = memoryview(offsets).cast("B")
     if om.nbytes < (first + n + 1) * width:
         raise ValueError(f"the offsets buffer holds {om.nbytes // width} entries, "
                          f"needs {first + n + 1}")
     ob = om
-    col.data = &d[0]
     if wide:
         col.offsets64 = <const int64_t*>&ob[first * width]
     else:
@@ -168,15 +178,10 @@ def offsets_column(data, offsets, Py_ssize_t first, Py_ssize_t n, bint wide, val
         lp[i] = b - a
     keep = [mv, om]
     if valid is not None:
-        v = np.ascontiguousarray(valid, dtype=np.uint8)
-        if v.shape[0] != n:
-            raise ValueError("the validity mask must have one entry per record")
-        col.valid = &v[0] if n else NULL
-        keep.append(v)
+        keep.append(_validity(col, valid))
         for i in range(n):
-            if not v[i]:
+            if not col.valid[i]:
                 lp[i] = -1
-    col.n = n
     col.keep = keep
     col.lengths = lengths
     return col
