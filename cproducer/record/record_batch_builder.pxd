@@ -92,6 +92,7 @@ cdef class RecordBatchBuilder:
     cdef bint _zreserve(self, Py_ssize_t extra, bint may_refuse) except -1
     cdef bint _flush_stage(self, bint may_refuse) except -1
     cdef bint _choose_lz4_c(self) except -1
+    cdef bint _goes_direct(self, Py_ssize_t value_len, Py_ssize_t rest) except -1
     cdef int _append_value_direct(self, int32_t offset_delta, int64_t ts_delta,
                                   Py_ssize_t body, Py_ssize_t total,
                                   const unsigned char* key, Py_ssize_t key_len,

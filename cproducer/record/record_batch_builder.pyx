@@ -135,7 +135,7 @@ cdef int CODEC_LZ4 = _compression.CODEC_LZ4
 # so a record costs one more block header (4 bytes) and its bytes are compressed without the
 # records around them. Below this size the copy is cheaper than the extra lz4 call. A value
 # that half a stage, or half an lz4 block, could hold with others is still copied (see
-# _lz4_direct_min): in a larger batch.size its bytes find matches in the records beside it,
+# _goes_direct): in a larger batch.size its bytes find matches in the records beside it,
 # as in Java's 64 KiB blocks.
 cdef Py_ssize_t LZ4_DIRECT_MIN = 8192
 # A block this short is stored as it is, without calling lz4: the head of a record whose value
@@ -391,12 +391,6 @@ cdef inline unsigned char* _copy(unsigned char* p, const void* src, Py_ssize_t n
     return p + n
 
 
-cdef inline Py_ssize_t _lz4_direct_min(Py_ssize_t stage_len) noexcept:
-    # the smallest value compressed on its own (LZ4_DIRECT_MIN) in a stage of ``stage_len``
-    # bytes: one that half the stage, or half an lz4 block, could hold with others is copied
-    return max(LZ4_DIRECT_MIN, min((stage_len - RECORDS_OFFSET) // 2, LZ4_BLOCK_MAX // 2))
-
-
 cdef inline unsigned char* _write_head(unsigned char* p, Py_ssize_t body, int64_t ts_delta,
                                        int32_t offset_delta, const unsigned char* key,
                                        Py_ssize_t key_len) noexcept:
@@ -643,6 +637,15 @@ cdef class RecordBatchBuilder:
             )
         return self._lz4_c
 
+    cdef bint _goes_direct(self, Py_ssize_t value_len, Py_ssize_t rest) except -1:
+        # whether an lz4 record's value of ``value_len`` bytes (``rest``: the record's other
+        # bytes) is compressed on its own (LZ4_DIRECT_MIN): not one that half the stage, or
+        # half an lz4 block, could hold with others, nor one whose head the stage can hardly
+        # hold; and only by the C lz4 path
+        cdef Py_ssize_t room = (PyMemoryView_GET_BUFFER(self._mv).len - RECORDS_OFFSET) // 2
+        return (value_len >= min(room, LZ4_BLOCK_MAX // 2) and rest <= room
+                and self._choose_lz4_c())
+
     cdef int _append_value_direct(self, int32_t offset_delta, int64_t ts_delta,
                                   Py_ssize_t body, Py_ssize_t total,
                                   const unsigned char* key, Py_ssize_t key_len,
@@ -802,11 +805,7 @@ cdef class RecordBatchBuilder:
             if self._estimated(self._pos - RECORDS_OFFSET) + total > self._write_limit:
                 return -1
         if (value_len >= LZ4_DIRECT_MIN and hsize == NO_HEADERS_SIZE
-                and self._codec == CODEC_LZ4
-                and value_len >= _lz4_direct_min(PyMemoryView_GET_BUFFER(self._mv).len)
-                and total - value_len <= (PyMemoryView_GET_BUFFER(self._mv).len
-                                          - RECORDS_OFFSET) // 2
-                and self._choose_lz4_c()):
+                and self._codec == CODEC_LZ4 and self._goes_direct(value_len, total - value_len)):
             if self._append_value_direct(offset_delta, ts_delta, body, total, key, key_len,
                                          value, value_len) < 0:
                 return -1
