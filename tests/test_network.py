@@ -247,6 +247,66 @@ def test_selector_wakeup_writes_only_to_a_poller_that_may_block() -> None:
         w.close()
 
 
+def test_data_wakeups_are_silent_while_muted_and_explicit_ones_are_not() -> None:
+    r, w = socket.socketpair()
+    r.setblocking(False)
+    w.setblocking(False)
+    waker = SelectorWakeup(w)
+    try:
+        # not muted: an append's wake-up is a wake-up
+        waker.begin_select()
+        waker.wakeup_for_data()
+        assert _pending_bytes(r) == 1
+        waker.end_select()
+        waker.drained()
+        waker.begin_select()  # (takes the flag that wake-up left)
+        # muted (the Sender can send nothing until an answer): neither a byte nor the flag
+        waker.data_muted = True
+        waker.wakeup_for_data()
+        assert not waker.requested and _pending_bytes(r) == 0
+        # flush, close, transactions and metadata still wake it
+        waker.wakeup()
+        assert _pending_bytes(r) == 1
+        # select returned: the mute ends with it (the poller reads the accumulator anyway)
+        waker.end_select()
+        assert not waker.data_muted
+        waker.drained()
+        waker.wakeup_for_data()
+        assert waker.requested
+    finally:
+        r.close()
+        w.close()
+
+
+def test_data_wakeups_are_muted_only_when_every_broker_is_at_its_in_flight_limit() -> None:
+    srv = ScriptedBroker("silent")
+    one, two = Node(1, "127.0.0.1", srv.port), Node(2, "127.0.0.1", srv.port)
+    client = NetworkClient("t", max_in_flight_requests_per_connection=1)
+    try:
+        client.mute_data_wakeups([])  # no broker known yet
+        assert not client.waker.data_muted
+        connect(client, one)
+        sink: List = []
+        client.send(metadata_request(one, sink), client.time_ms())
+        client.poll(0, client.time_ms())
+        client.mute_data_wakeups([one])
+        assert client.waker.data_muted
+        client.waker.end_select()
+        # another broker, not connected: its connecting is work no answer announces
+        client.mute_data_wakeups([one, two])
+        assert not client.waker.data_muted
+        connect(client, two)
+        client.mute_data_wakeups([one, two])  # connected, nothing in flight: it can take more
+        assert not client.waker.data_muted
+        client.send(metadata_request(two, sink), client.time_ms())
+        client.poll(0, client.time_ms())
+        client.mute_data_wakeups([one, two])
+        assert client.waker.data_muted
+    finally:
+        client.close()
+        srv.close()
+
+
 class RecordingSelector(selectors.DefaultSelector):  # type: ignore[misc,valid-type]
     """The platform's selector, remembering the timeout of each select."""
 

@@ -315,6 +315,20 @@ class NetworkClient:
             and (conn.reauthenticate_at_ms is None or self.time_ms() < conn.reauthenticate_at_ms)
         )
 
+    def mute_data_wakeups(self, nodes: Sequence[Any]) -> None:
+        """Before a poll: appends need not wake it when every one of ``nodes`` (the cluster's
+        brokers) has a ready connection at its in-flight limit. Nothing new can be sent to any
+        of them before an answer comes, and an answer ends the poll by itself. A connection
+        that is not ready is left out of this: its connecting, or its backoff's end, is a
+        reason to look again that no I/O may announce."""
+        conns = self._conns
+        for node in nodes:
+            conn = conns.get(node.id)
+            if conn is None or conn.state != READY or len(conn.in_flight) < self.max_in_flight:
+                return
+        if nodes:
+            self.waker.data_muted = True
+
     def connection_state(self, node_id: int) -> ConnectionState:
         conn = self._conns.get(node_id)
         return DISCONNECTED if conn is None else conn.state

@@ -11,6 +11,9 @@ cdef class SelectorWakeup:
     cdef readonly bint selecting
     # a byte is in the self-pipe and the poller has not drained it yet
     cdef readonly bint signalled
+    # the Sender can send nothing new until an answer comes (see data_muted in the .pyx): new
+    # records need not wake it; set by the poller before select, cleared by end_select
+    cdef public bint data_muted
     cdef object _socket  # the self-pipe's writing end
     cdef long long _fd  # its descriptor
 
@@ -25,3 +28,10 @@ cdef inline int wake(SelectorWakeup w) except -1:
     if w.selecting and not w.signalled:
         return w._signal()
     return 0
+
+
+# An append's wake-up (a batch filled or made): none while the Sender could not send it anyway.
+cdef inline int wake_for_data(SelectorWakeup w) except -1:
+    if w.data_muted:
+        return 0
+    return wake(w)

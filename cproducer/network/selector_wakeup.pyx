@@ -19,6 +19,17 @@ pipe, or the poller is past ``select`` and drains it (``drained``) before it goe
 Sender iteration, which sees whatever that wake-up was for; its next ``begin_select`` also finds
 ``requested`` set.
 
+New records wake the poller only when it could send them (``wake_for_data``). When every
+broker's connection is at its in-flight limit (one request at a time, as aiokafka and
+``max.in.flight.requests.per.connection=1`` keep order), the Sender can send nothing new until an
+answer comes, and an answer is I/O: it ends ``select`` by itself. The poller then sets
+``data_muted`` before ``select``; an append that fills or makes a batch leaves it be, and the
+Sender's next full iteration, after the answer, sees the batch. Each such wake-up cost a GIL
+hand-over both ways (the woken Sender takes the GIL from the appending thread only to find it
+has nothing to send, then the appending thread waits to get it back), about one per request.
+``end_select`` clears the flag: a poller that is not selecting reads the accumulator anyway.
+Explicit wake-ups (flush, close, transactions, metadata) always wake.
+
 The byte is written in C with the GIL held (POSIX): the socket is non-blocking, so the call
 cannot wait, and a Python-level ``send`` would give up the GIL for it. The poller, woken by that
 very byte, would take the GIL in the meantime, and the appending thread would then wait for the
@@ -61,6 +72,7 @@ cdef class SelectorWakeup:
         self.requested = False
         self.selecting = False
         self.signalled = False
+        self.data_muted = False
 
     cdef int _signal(self) except -1:
         self.signalled = True
@@ -84,6 +96,10 @@ cdef class SelectorWakeup:
         """Make the current or next poll return at once (any thread)."""
         wake(self)
 
+    def wakeup_for_data(self):
+        """New records to send (a batch filled or made): ``wakeup`` unless ``data_muted``."""
+        wake_for_data(self)
+
     def begin_select(self):
         """The poller, before ``select``: True when a wake-up came since the last one (poll
         without blocking). ``end_select`` after it."""
@@ -96,6 +112,7 @@ cdef class SelectorWakeup:
     def end_select(self):
         """The poller, after ``select`` returned."""
         self.selecting = False
+        self.data_muted = False
 
     def drained(self):
         """The poller emptied the self-pipe: the next wake-up while it selects writes again."""

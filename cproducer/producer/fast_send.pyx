@@ -16,7 +16,7 @@ Python-level call.
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from posix.time cimport CLOCK_MONOTONIC, CLOCK_REALTIME, clock_gettime, timespec
 
-from cproducer.network.selector_wakeup cimport SelectorWakeup, wake
+from cproducer.network.selector_wakeup cimport SelectorWakeup, wake_for_data
 from cproducer.producer.internals.record_accumulator cimport RecordAccumulator, RecordAppendResult
 from cproducer.utils.murmur2 cimport murmur2_partition
 from cproducer.record.record_batch_builder cimport NO_HEADERS_SIZE, size_upper_bound
@@ -113,7 +113,7 @@ cdef class FastSend:
                                  False, now, st.cluster)
         if result.batch_is_full or result.new_batch_created:
             if self.waker is not None:
-                wake(self.waker)
+                wake_for_data(self.waker)
             else:
                 self.wakeup()
         return result.future

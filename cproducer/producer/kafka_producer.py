@@ -325,7 +325,8 @@ class KafkaProducer:
                 self._accumulator,
                 self._metadata,
                 self._send_slow,
-                self._sender.wakeup,  # the client's wake-up flags, set in C (see FastSend)
+                # the client's wake-up flags, set in C (see FastSend)
+                self._sender.wakeup_for_data,
                 self._max_request_size,
                 self._total_memory,
                 float(self._max_block_ms),
@@ -507,7 +508,7 @@ class KafkaProducer:
                 cluster,
             )
         if result.batch_is_full or result.new_batch_created:
-            self._sender.wakeup()
+            self._sender.wakeup_for_data()
         if self._fast is not None:
             self._fast.remember(topic, count, cluster, version)
         return result.future

@@ -750,6 +750,60 @@ def test_completions_reach_the_loop_a_batch_at_a_time(
     assert len(read_back(broker.bootstrap_servers, topic, 3, n)) == n
 
 
+def test_new_batches_do_not_wake_the_io_thread_while_its_one_request_is_in_flight(
+    broker: LocalBroker,
+) -> None:
+    """aiokafka's rule, one Produce request in flight per broker: while it is out, the I/O thread
+    can send nothing new, so a batch made or filled by a send does not wake it (each wake-up cost
+    two GIL hand-overs for nothing); the answer does, and the next request takes the batches.
+    The same sends with the muting turned off wake it for most of their batches: that is what
+    is saved. Every record lands once, in send order per partition."""
+    from cproducer.aio import AIOKafkaProducer
+
+    topic = f"aio-mute-{time.time_ns()}"
+    broker.create_topic(topic, 6)
+    n = 1200
+    value = b"v" * 1000  # 16 to a 16 KiB batch: about 75 batches
+
+    async def scenario(bootstrap: str, mute: bool) -> int:
+        async with AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=0) as producer:
+            await producer.partitions_for(topic)
+            engine = producer._engine
+            assert engine is not None
+            client, sender = engine._sender.client, engine._sender
+            if not mute:
+                sender._mute_data_wakeups = None
+            drains = 0
+            drain_wakeup = client._drain_wakeup
+
+            def counting() -> None:
+                nonlocal drains
+                drains += 1
+                drain_wakeup()
+
+            client._drain_wakeup = counting
+            futures = []
+            for i in range(n):
+                futures.append(await producer.send(topic, value, key=b"%d" % i))
+                if i % 40 == 39:
+                    await asyncio.sleep(0.01)  # the loop waits: the I/O thread is in select
+            await asyncio.gather(*futures)
+            return drains
+
+    with VirtualCluster(broker.bootstrap_servers, 1) as vc:
+        vc.set_produce_service_ms(0, 20)
+        unmuted = run(scenario(vc.bootstrap_servers, False))
+        muted = run(scenario(vc.bootstrap_servers, True))
+    assert unmuted >= 20, unmuted  # about one per pause (30)
+    assert muted <= 3, (muted, unmuted)
+    records = read_back(broker.bootstrap_servers, topic, 6, 2 * n)
+    for part in by_partition(records).values():
+        keys = [int(r.key) for r in part]
+        half = len(keys) // 2
+        assert keys[:half] == sorted(keys[:half]) and keys[half:] == sorted(keys[half:])
+    assert sorted(int(r.key) for r in records) == sorted(list(range(n)) * 2)
+
+
 def test_a_failed_record_makes_the_commit_raise_its_error(broker: LocalBroker) -> None:
     """A record of the transaction fails (the proxy answers its Produce request
     TOPIC_AUTHORIZATION_FAILED): its future raises that error, so does the commit (the engine

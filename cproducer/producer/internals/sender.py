@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from cproducer import errors
 from cproducer.cluster import TopicPartition
@@ -60,6 +60,7 @@ class Sender:
         metrics: Optional[SenderMetrics] = None,
     ) -> None:
         self.client = client
+        self._mute_data_wakeups: Optional[Callable[[Sequence[Any]], None]] = None
         if client is not None:
             # called per record whenever a batch fills or is made: the client's wake-up flags'
             # C method (NetworkClient's SelectorWakeup), else its own bound method, instead of
@@ -70,6 +71,11 @@ class Sender:
             self.wakeup = (  # type: ignore[method-assign]
                 waker.wakeup if waker is not None else client.wakeup
             )
+            # an append's wake-up, none while every connection is at its in-flight limit
+            self.wakeup_for_data = (  # type: ignore[method-assign]
+                waker.wakeup_for_data if waker is not None else self.wakeup
+            )
+            self._mute_data_wakeups = getattr(client, "mute_data_wakeups", None)
         self.metadata = metadata
         self.accumulator = accumulator
         self.guarantee_message_order = guarantee_message_order
@@ -107,6 +113,10 @@ class Sender:
         self.thread.start()
 
     def wakeup(self) -> None:
+        self.client.wakeup()
+
+    def wakeup_for_data(self) -> None:
+        """New records to send (a batch filled or made)."""
         self.client.wakeup()
 
     def initiate_close(self) -> None:
@@ -176,6 +186,11 @@ class Sender:
                 poll_timeout = min(poll_timeout, txn.retry_after_ms - now)
             elif txn.pending_partitions and not self._txn_request_in_flight:
                 poll_timeout = 0  # an AddPartitionsToTxn to send
+        if txn is None and self._mute_data_wakeups is not None:
+            # nothing new can go out before an answer comes when every broker's connection is
+            # at its in-flight limit (one request at a time keeps order): new records need not
+            # wake the poll (see SelectorWakeup); a transaction's new partitions still do
+            self._mute_data_wakeups(self.metadata.fetch().nodes)
         self.client.poll(poll_timeout, self._now())
         for _node, exc in self.client.take_authentication_failures():
             self._authentication_failed(exc)
