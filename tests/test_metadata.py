@@ -32,8 +32,9 @@ def test_add_update_fetch_and_versions() -> None:
     req, partial = md.new_metadata_request(0)
     assert not partial and req.topics == ["t"]  # bootstrap asked for a full update
     v = md.version
+    cell = md.version_cell  # what the C send paths read
     md.update(response(topic("t", 3)), partial, 10)
-    assert md.version == v + 1
+    assert md.version == v + 1 == cell.value
     c = md.fetch()
     assert c.partition_count_for_topic("t") == 3 and c.leader_for(("t", 0)) == N
     assert not md.update_requested()

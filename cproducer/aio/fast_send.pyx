@@ -34,6 +34,7 @@ from libc.stdint cimport uint64_t
 
 from cproducer.aio.completions cimport LoopCompletions, RecordDelivery
 from cproducer.producer.fast_send cimport FastSend
+from cproducer.producer.internals.metadata_version cimport MetadataVersion
 from cproducer.producer.internals.buffer_pool cimport BufferPool
 from cproducer.utils.murmur2 cimport murmur2_partition
 
@@ -126,6 +127,7 @@ cdef class AioFastSend:
     cdef object pool
     cdef BufferPool buffer_pool  # the pool when it is a BufferPool (read in C), else None
     cdef object metadata
+    cdef MetadataVersion metadata_version  # the metadata's version, read in C
     cdef LoopCompletions completions
     cdef object loop
     cdef object transaction_manager
@@ -151,6 +153,7 @@ cdef class AioFastSend:
         self.pool = pool
         self.buffer_pool = pool if isinstance(pool, BufferPool) else None
         self.metadata = metadata
+        self.metadata_version = metadata.version_cell
         self.completions = completions
         self.transaction_manager = transaction_manager
         self.topics = topics
@@ -192,7 +195,7 @@ cdef class AioFastSend:
         cdef RecordDelivery delivery
         if (st is None or self.divert or self.off_loop or headers is not None
                 or (key is None and value is None)
-                or st.version != self.metadata.version
+                or st.version != self.metadata_version.value
                 or (self.transactional and self.transaction_manager.state != IN_TRANSACTION)):
             return None
         if key is not None:

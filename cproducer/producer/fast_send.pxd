@@ -1,6 +1,7 @@
 # The per-record fast path of KafkaProducer.send at C level, for the other C send paths
 # (cproducer.aio): `from cproducer.producer.fast_send cimport FastSend`.
 from cproducer.network.selector_wakeup cimport SelectorWakeup
+from cproducer.producer.internals.metadata_version cimport MetadataVersion
 from cproducer.producer.internals.record_accumulator cimport RecordAccumulator
 
 
@@ -14,6 +15,7 @@ cdef class _TopicState:
 cdef class FastSend:
     cdef RecordAccumulator acc
     cdef object metadata
+    cdef MetadataVersion metadata_version  # the metadata's version, read in C
     cdef dict topics_last_used
     cdef dict states
     cdef object slow

@@ -35,6 +35,7 @@ cdef class FastSend:
         (the ``NetworkClient``'s), its flags are set in C instead of calling it."""
         self.acc = acc
         self.metadata = metadata
+        self.metadata_version = metadata.version_cell
         self.topics_last_used = metadata._topics
         self.states = {}
         self.slow = slow
@@ -69,7 +70,7 @@ cdef class FastSend:
         cdef RecordAppendResult result
         st = self.states.get(topic)
         if (st is None or headers is not None or self.divert
-                or st.version != self.metadata.version):
+                or st.version != self.metadata_version.value):
             return self.slow(topic, value, key, headers, partition, timestamp_ms, callback)
         if key is not None:
             if type(key) is not bytes:

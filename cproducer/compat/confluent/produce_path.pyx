@@ -22,6 +22,7 @@ from cproducer.compat.confluent.partitioners cimport (
     next_random,
     takes_sticky,
 )
+from cproducer.producer.internals.metadata_version cimport MetadataVersion
 
 from cproducer import errors as _errors
 from cproducer.compat.confluent.error import (
@@ -127,6 +128,7 @@ cdef class ProducePath:
 
     cdef object send
     cdef object metadata
+    cdef MetadataVersion metadata_version  # the metadata's version, read in C
     cdef object wakeup
     cdef object topic_time_ms
     cdef object check_send
@@ -158,6 +160,7 @@ cdef class ProducePath:
         self.send = send
         self.check_send = check_send
         self.metadata = metadata
+        self.metadata_version = metadata.version_cell
         self.wakeup = wakeup
         self.topic_time_ms = topic_time_ms
         self.topics = {}
@@ -177,7 +180,7 @@ cdef class ProducePath:
 
     cdef _Topic _topic(self, str topic):
         cdef _Topic st = self.topics.get(topic)
-        cdef long long version = self.metadata.version
+        cdef long long version = self.metadata_version.value
         cdef int p
         if st is not None and st.version == version:
             return st

@@ -26,6 +26,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from cproducer import errors
 from cproducer.cluster import Cluster, Node, PartitionInfo, TopicPartition
+from cproducer.producer.internals.metadata_version import MetadataVersion
 from cproducer.protocol import MetadataRequest
 from cproducer.utils.backoff import ExponentialBackoff
 from cproducer.utils.time import SYSTEM_CLOCK
@@ -63,7 +64,8 @@ class ProducerMetadata:
         self._cluster = Cluster.empty()
         self._lock = threading.Lock()
         self._updated = threading.Condition(self._lock)
-        self.version = 0  # bumped by every successful update
+        # bumped by every successful update; a C field the send paths read (see version)
+        self.version_cell = MetadataVersion()
         self._topics: Dict[str, int] = {}  # topic -> last time used (ms)
         self._new_topics: Set[str] = set()
         self._need_full_update = False
@@ -89,6 +91,15 @@ class ProducerMetadata:
         self.allow_auto_topic_creation = True
 
     # ------------------------------------------------------------------ reads
+    @property
+    def version(self) -> int:
+        """Bumped by every successful update (0 before the first)."""
+        return self.version_cell.value
+
+    @version.setter
+    def version(self, value: int) -> None:
+        self.version_cell.value = value
+
     def fetch(self) -> Cluster:
         return self._cluster
 

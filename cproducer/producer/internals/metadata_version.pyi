@@ -1,0 +1,3 @@
+class MetadataVersion:
+    value: int
+    def __init__(self, value: int = 0) -> None: ...
