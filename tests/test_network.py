@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import selectors
 import socket
 import struct
 import threading
 import time
-from typing import Any, List, Optional
+from typing import Any, Iterator, List, Optional, Tuple
 
 import pytest
 
@@ -213,12 +214,21 @@ def _pending_bytes(sock: socket.socket) -> int:
         return 0
 
 
-def test_selector_wakeup_writes_only_to_a_poller_that_may_block() -> None:
+@contextlib.contextmanager
+def _waker() -> Iterator[Tuple[SelectorWakeup, socket.socket]]:
+    """A SelectorWakeup over a non-blocking socket pair, and the pair's reading end."""
     r, w = socket.socketpair()
     r.setblocking(False)
     w.setblocking(False)
-    waker = SelectorWakeup(w)
     try:
+        yield SelectorWakeup(w), r
+    finally:
+        r.close()
+        w.close()
+
+
+def test_selector_wakeup_writes_only_to_a_poller_that_may_block() -> None:
+    with _waker() as (waker, r):
         # the poller is busy: a flag, no byte, however many wake-ups
         waker.wakeup()
         waker.wakeup()
@@ -242,17 +252,10 @@ def test_selector_wakeup_writes_only_to_a_poller_that_may_block() -> None:
         waker.begin_select()
         waker.wakeup()
         assert waker.requested and _pending_bytes(r) == 0
-    finally:
-        r.close()
-        w.close()
 
 
 def test_data_wakeups_are_silent_while_muted_and_explicit_ones_are_not() -> None:
-    r, w = socket.socketpair()
-    r.setblocking(False)
-    w.setblocking(False)
-    waker = SelectorWakeup(w)
-    try:
+    with _waker() as (waker, r):
         # not muted: an append's wake-up is a wake-up
         waker.begin_select()
         waker.wakeup_for_data()
@@ -273,9 +276,6 @@ def test_data_wakeups_are_silent_while_muted_and_explicit_ones_are_not() -> None
         waker.drained()
         waker.wakeup_for_data()
         assert waker.requested
-    finally:
-        r.close()
-        w.close()
 
 
 def test_data_wakeups_are_muted_only_when_every_broker_is_at_its_in_flight_limit() -> None:
