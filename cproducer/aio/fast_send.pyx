@@ -34,8 +34,8 @@ from libc.stdint cimport uint64_t
 
 from cproducer.aio.completions cimport LoopCompletions, RecordDelivery
 from cproducer.producer.fast_send cimport FastSend
-from cproducer.producer.internals.metadata_version cimport MetadataVersion
 from cproducer.producer.internals.buffer_pool cimport BufferPool
+from cproducer.producer.internals.metadata_version cimport MetadataVersion
 from cproducer.utils.murmur2 cimport murmur2_partition
 
 from cproducer import errors as engine_errors
