@@ -96,6 +96,24 @@ def test_truncation_raises_corrupt_response() -> None:
         Reader(Writer().int32(1_000_000).getvalue()).array_length()
 
 
+def test_a_field_cut_short_or_not_utf8_leaves_pos_at_its_start() -> None:
+    # a string, a compact string and bytes, each cut one byte short, after a 2-byte prefix
+    for data, read in (
+        (Writer().int16(9).string("abcdef").getvalue()[:-1], lambda r: r.string()),
+        (
+            Writer().int16(9).string("abcdef", compact=True).getvalue()[:-1],
+            lambda r: r.string(compact=True),
+        ),
+        (Writer().int16(9).bytes_(b"abcdef").getvalue()[:-1], lambda r: r.bytes_()),
+        (Writer().int16(9).getvalue() + b"\x00\x02\xff\xfe", lambda r: r.string()),
+    ):
+        r = Reader(data)
+        assert r.int16() == 9
+        with pytest.raises(CorruptResponseError):
+            read(r)
+        assert r.pos == 2
+
+
 def test_produce_request_passes_batches_through_uncopied() -> None:
     batch = memoryview(bytearray(b"B" * 1000))
     req = ProduceRequest(-1, 30000, {"t": [(0, batch), (1, batch)]})

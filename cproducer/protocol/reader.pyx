@@ -133,19 +133,27 @@ cdef class Reader:
         return <int64_t>(v >> 1) ^ -<int64_t>(v & 1)
 
     cdef Py_ssize_t _sized(self, bint compact, bint wide) except? -2:
-        # the length of a string or bytes field, its bytes checked to be there (-1: null)
+        # the length of a string or bytes field, its bytes checked to be there (-1: null); a
+        # field cut short leaves pos at its start
+        cdef Py_ssize_t start = self.pos
         cdef Py_ssize_t n = self._length(compact, wide)
         if n > 0:
-            self._need(n)
+            try:
+                self._need(n)
+            except CorruptResponseError:
+                self.pos = start
+                raise
         return n
 
     def string(self, bint compact=False):
+        cdef Py_ssize_t start = self.pos
         cdef Py_ssize_t n = self._sized(compact, False)
         if n < 0:
             return None
         try:
             out = PyUnicode_DecodeUTF8(<const char*>(self._p + self.pos), n, NULL)
         except UnicodeDecodeError as exc:
+            self.pos = start
             raise CorruptResponseError(f"string is not UTF-8: {exc}") from None
         self.pos += n
         return out
