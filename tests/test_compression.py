@@ -180,3 +180,43 @@ def test_the_lz4_block_function_is_reached_for_the_builders_c_path() -> None:
     assert address != 0 and fast_reset_address != 0 and state_size > 0
     header = c.lz4_frame_header()
     assert header[:4] == b"\x04\x22\x4d\x18" and header[4:6] == b"\x60\x40" and len(header) == 7
+
+
+def _lz4_blocks_each_alone(frame: bytes) -> list:
+    """The blocks of one of our lz4 frames, each decoded with no other block as its dictionary
+    (as Java's reader does), as (compressed, decoded) pairs."""
+    import lz4.block
+
+    assert frame[:4] == b"\x04\x22\x4d\x18"
+    blocks, pos = [], 7
+    while True:
+        (size,) = struct.unpack_from("<I", frame, pos)
+        pos += 4
+        if size == 0:
+            return blocks
+        n = size & 0x7FFFFFFF
+        data = frame[pos : pos + n]
+        pos += n
+        stored = bool(size & 0x80000000)
+        blocks.append((not stored, data if stored else lz4.block.decompress(data, 1 << 16)))
+
+
+@pytest.mark.parametrize("stage", [16384, 1 << 20])
+def test_the_builders_large_lz4_blocks_decode_each_on_their_own(stage: int) -> None:
+    """Blocks of 4 KiB or more are compressed after lz4's gap reset (no clearing of the table):
+    each one must still decode alone, even right after a block with the same bytes. A 16 KiB
+    stage sends each 10 kB value as a block of its own; a 1 MiB stage makes 64 KiB blocks."""
+    from cproducer.record.record_batch_builder import RECORD_BATCH_OVERHEAD, RecordBatchBuilder
+
+    assert all(c.lz4_gap_reset_addresses())
+    value = b"a value repeated in every record of the batch | " * 210
+    b = RecordBatchBuilder(bytearray(stage), c.CODEC_LZ4, 1 << 22)
+    for i in range(12):
+        assert b.try_append(i, b"key %d" % i, value) == i
+    b.close()
+    frame = bytes(b.buffer())[RECORD_BATCH_OVERHEAD:]
+    blocks = _lz4_blocks_each_alone(frame)
+    large = [decoded for compressed, decoded in blocks if compressed and len(decoded) >= 4096]
+    assert len(large) >= 2 and all(len(d) < 400 * 1024 for d in large)
+    assert b"".join(decoded for _, decoded in blocks) == c.decompress(c.CODEC_LZ4, frame)
+    assert c.decompress(c.CODEC_LZ4, frame).count(value) == 12

@@ -216,6 +216,27 @@ def lz4_block_compress_address() -> Tuple[int, int, int]:
         return 0, 0, 0
 
 
+def lz4_gap_reset_addresses() -> Tuple[int, int]:
+    """The addresses of the lz4 library's ``LZ4_resetStream_fast`` and
+    ``LZ4_compress_fast_continue``, as ``(reset_address, continue_address)``, from the lz4
+    package's extension; (0, 0) where either cannot be reached.
+
+    The pair compresses an independent block without clearing the state's hash table: the reset
+    moves the state's offsets 64 KiB past every entry in it (lz4 never matches that far back)
+    and drops its dictionary, so the block that follows refers to nothing before it. The
+    ``_extState_fastReset`` function instead clears the whole 16 KiB table before every block of
+    4 KiB or more."""
+    try:
+        import lz4.block
+
+        lib = ctypes.CDLL(lz4.block._block.__file__)
+        reset = ctypes.cast(lib.LZ4_resetStream_fast, ctypes.c_void_p).value or 0
+        cont = ctypes.cast(lib.LZ4_compress_fast_continue, ctypes.c_void_p).value or 0
+        return (reset, cont) if reset and cont else (0, 0)
+    except (ImportError, OSError, AttributeError):
+        return 0, 0
+
+
 class StreamCompressor(Protocol):
     """One batch's records section, compressed block by block as the records come."""
 

@@ -55,7 +55,7 @@ from cpython.bytearray cimport (
     PyByteArray_Resize,
 )
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.mem cimport PyMem_Free, PyMem_Malloc
+from cpython.mem cimport PyMem_Calloc, PyMem_Free, PyMem_Malloc
 from cpython.unicode cimport PyUnicode_AsUTF8AndSize
 from libc.stdint cimport int16_t, int32_t, int64_t, uint32_t, uint64_t, uintptr_t
 from libc.string cimport memcpy
@@ -104,6 +104,11 @@ cdef double _RATE_FACTOR = 1.05  # Java's COMPRESSION_RATE_ESTIMATION_FACTOR
 # work; releasing the GIL for it would let the other thread take it for up to a switch interval).
 # With the GIL, one compressor state serves every builder (used only while the GIL is held), so
 # blocks after the first skip the state's reset (the _fastReset variant, when the library has it).
+# That variant still clears the state's 16 KiB hash table before every block of 4 KiB or more
+# (lz4's rule): for a 10 kB value the clearing cost half as much again as the compression. Such
+# blocks go through LZ4_resetStream_fast and LZ4_compress_fast_continue instead: the reset moves
+# the state's offsets past every entry of the table, so the block refers to nothing before it
+# (independent, as Java's reader requires) and the table is not touched.
 # Where the function cannot be reached, or checks wrong once, the codec's StreamCompressor does it.
 
 cdef extern from *:
@@ -121,6 +126,12 @@ ctypedef int (*_lz4_compress_fn)(void* state, const char* src, char* dst, int sr
 
 cdef _lz4_compress_fn _lz4_block = NULL
 cdef _lz4_compress_fn _lz4_block_fast = NULL  # the _fastReset variant (NULL: not in the library)
+ctypedef void (*_lz4_reset_fn)(void* state) noexcept nogil
+cdef _lz4_reset_fn _lz4_gap_reset = NULL  # LZ4_resetStream_fast (NULL: absent, or checked wrong)
+cdef _lz4_compress_fn _lz4_continue = NULL  # LZ4_compress_fast_continue, after _lz4_gap_reset
+# blocks at least this long are compressed through _lz4_gap_reset + _lz4_continue (lz4's
+# _fastReset clears the whole table for them)
+cdef Py_ssize_t LZ4_GAP_RESET_MIN = 4096
 cdef Py_ssize_t _lz4_state_size = 0
 cdef bint _lz4_looked_up = False
 cdef bytes _lz4_header = None
@@ -142,7 +153,6 @@ cdef Py_ssize_t LZ4_DIRECT_MIN = 8192
 # is compressed on its own (a few dozen bytes of lengths, offsets and key) seldom shrinks, and
 # the call costs more than the bytes it could save.
 cdef Py_ssize_t LZ4_RAW_MAX = 64
-cdef bint _lz4_kept_ready = False  # ... initialized by a first compression
 
 
 cdef Py_ssize_t _lz4_blocks(void* state, bint ready, const unsigned char* src, Py_ssize_t n,
@@ -159,6 +169,10 @@ cdef Py_ssize_t _lz4_blocks(void* state, bint ready, const unsigned char* src, P
         chunk = min(n - done, LZ4_BLOCK_MAX)
         if chunk <= LZ4_RAW_MAX:
             c = 0  # too short to be worth an lz4 call: stored as it is
+        elif ready and chunk >= LZ4_GAP_RESET_MIN and _lz4_continue != NULL:
+            _lz4_gap_reset(state)
+            c = _lz4_continue(state, <const char*>(src + done), <char*>(p + 4), <int>chunk,
+                              <int>chunk - 1, 1)
         else:
             fn = _lz4_block_fast if ready and _lz4_block_fast != NULL else _lz4_block
             c = fn(state, <const char*>(src + done), <char*>(p + 4), <int>chunk, <int>chunk - 1,
@@ -182,18 +196,19 @@ cdef Py_ssize_t _lz4_blocks(void* state, bint ready, const unsigned char* src, P
 cdef Py_ssize_t _lz4_compress_stage(const unsigned char* src, Py_ssize_t n,
                                     unsigned char* dst) except -1:
     # the compressor state: with the GIL the shared one (the GIL held throughout), else one for
-    # this call (a batch between blocks holds no state, only its buffers)
-    global _lz4_kept_state, _lz4_kept_ready
+    # this call (a batch between blocks holds no state, only its buffers). The shared one is
+    # zeroed when made, which is lz4's own initialization (LZ4_initStream is a memset to 0): a
+    # stage whose first blocks are stored without an lz4 call must not leave it uninitialized
+    # yet marked as ready, for the fast functions trust what they find in it.
+    global _lz4_kept_state
     cdef void* state
     cdef Py_ssize_t written
     if CP_GIL_GUARDS_GLOBALS and n < _nogil_bytes:
         if _lz4_kept_state == NULL:
-            _lz4_kept_state = PyMem_Malloc(_lz4_state_size)
+            _lz4_kept_state = PyMem_Calloc(1, _lz4_state_size)
             if _lz4_kept_state == NULL:
                 raise MemoryError()
-        written = _lz4_blocks(_lz4_kept_state, _lz4_kept_ready, src, n, dst)
-        _lz4_kept_ready = True
-        return written
+        return _lz4_blocks(_lz4_kept_state, True, src, n, dst)
     state = PyMem_Malloc(_lz4_state_size)
     if state == NULL:
         raise MemoryError()
@@ -213,10 +228,12 @@ cdef inline Py_ssize_t _lz4_blocks_bound(Py_ssize_t n) noexcept:
 cdef bint _lz4_in_c() except -1:
     # the C path, looked up once (and checked against the library's own decoder)
     global _lz4_block, _lz4_block_fast, _lz4_state_size, _lz4_looked_up, _lz4_header
-    cdef _lz4_compress_fn fn, fast
+    global _lz4_gap_reset, _lz4_continue
+    cdef _lz4_compress_fn fn, fast, cont
+    cdef _lz4_reset_fn reset
     cdef void* state
-    cdef bytes sample, out, again
-    cdef Py_ssize_t n, m = 0
+    cdef bytes sample, out, again, linked
+    cdef Py_ssize_t n, m = 0, k = 0
     if _lz4_looked_up:
         return _lz4_block != NULL
     _lz4_looked_up = True
@@ -225,17 +242,25 @@ cdef bint _lz4_in_c() except -1:
         return False
     fn = <_lz4_compress_fn><uintptr_t>address
     fast = <_lz4_compress_fn><uintptr_t>fast_address
+    reset_address, continue_address = _compression.lz4_gap_reset_addresses()
+    reset = <_lz4_reset_fn><uintptr_t>reset_address
+    cont = <_lz4_compress_fn><uintptr_t>continue_address
     sample = b"the records of a batch, " * 100 + bytes(range(256))
     state = PyMem_Malloc(size)
     if state == NULL:
         raise MemoryError()
     out = PyBytes_FromStringAndSize(NULL, PyBytes_GET_SIZE(sample))
     again = PyBytes_FromStringAndSize(NULL, PyBytes_GET_SIZE(sample))
+    linked = PyBytes_FromStringAndSize(NULL, PyBytes_GET_SIZE(sample))
     try:
         n = fn(state, PyBytes_AS_STRING(sample), PyBytes_AS_STRING(out),
                <int>PyBytes_GET_SIZE(sample), <int>PyBytes_GET_SIZE(sample) - 1, 1)
         if fast != NULL:  # the same block again on the now initialized state
             m = fast(state, PyBytes_AS_STRING(sample), PyBytes_AS_STRING(again),
+                     <int>PyBytes_GET_SIZE(sample), <int>PyBytes_GET_SIZE(sample) - 1, 1)
+        if reset != NULL and cont != NULL:  # and again after the gap reset: a block that
+            reset(state)                    # decodes on its own, not one against the last
+            k = cont(state, PyBytes_AS_STRING(sample), PyBytes_AS_STRING(linked),
                      <int>PyBytes_GET_SIZE(sample), <int>PyBytes_GET_SIZE(sample) - 1, 1)
     finally:
         PyMem_Free(state)
@@ -245,9 +270,15 @@ cdef bint _lz4_in_c() except -1:
     if fast != NULL and (m <= 0 or lz4.block.decompress(again[:m], uncompressed_size=len(sample))
                          != sample):
         fast = NULL
+    if cont != NULL and (k <= 0 or lz4.block.decompress(linked[:k], uncompressed_size=len(sample))
+                         != sample):
+        cont = NULL
     _lz4_header = _compression.lz4_frame_header()
     _lz4_state_size = size
     _lz4_block_fast = fast
+    if cont != NULL:
+        _lz4_gap_reset = reset
+        _lz4_continue = cont
     _lz4_block = fn
     return True
 
