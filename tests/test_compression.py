@@ -220,3 +220,79 @@ def test_the_builders_large_lz4_blocks_decode_each_on_their_own(stage: int) -> N
     assert len(large) >= 2 and all(len(d) < 400 * 1024 for d in large)
     assert b"".join(decoded for _, decoded in blocks) == c.decompress(c.CODEC_LZ4, frame)
     assert c.decompress(c.CODEC_LZ4, frame).count(value) == 12
+
+
+def _records_section(values: list, stage: int = 16384) -> bytes:
+    from cproducer.record.record_batch_builder import RECORD_BATCH_OVERHEAD, RecordBatchBuilder
+
+    b = RecordBatchBuilder(bytearray(stage), c.CODEC_LZ4, 1 << 22)
+    for i, value in enumerate(values):
+        assert b.try_append(i, None, value) == i
+    b.close()
+    return bytes(b.buffer())[RECORD_BATCH_OVERHEAD:]
+
+
+def _lz4_one_block(data: bytes, gap: bool) -> bytes:
+    """``data`` as one lz4 block from a fresh state: through lz4's gap reset and continue
+    function (``gap``) or through its ``_fastReset`` function, called as the builder calls them."""
+    import ctypes
+
+    _, fast_reset, state_size = c.lz4_block_compress_address()
+    reset, cont = c.lz4_gap_reset_addresses()
+    sig = ctypes.CFUNCTYPE(
+        ctypes.c_int,
+        ctypes.c_void_p,
+        ctypes.c_char_p,
+        ctypes.c_void_p,
+        ctypes.c_int,
+        ctypes.c_int,
+        ctypes.c_int,
+    )
+    state = ctypes.create_string_buffer(state_size + 64)  # zeroed: lz4's initialization
+    out = ctypes.create_string_buffer(len(data))
+    if gap:
+        ctypes.CFUNCTYPE(None, ctypes.c_void_p)(reset)(ctypes.addressof(state))
+    fn = sig(cont if gap else fast_reset)
+    n = fn(ctypes.addressof(state), data, ctypes.addressof(out), len(data), len(data) - 1, 1)
+    assert n > 0
+    return out.raw[:n]
+
+
+def test_large_lz4_blocks_take_the_gap_reset_only_after_a_block_lz4_halved() -> None:
+    """The gap reset's table (5-byte hashes, half the entries) compresses bytes lz4 can hardly
+    shrink worse than lz4's ``_fastReset`` function does, and bytes lz4 halves as well or
+    better. After a large block that did not shrink to half, the next must be ``_fastReset``'s;
+    after one that did, the gap reset's (and here the two differ)."""
+    import random
+
+    rnd = random.Random(7)
+    words = [
+        "".join(rnd.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(8)) for _ in range(4000)
+    ]
+    varied = [
+        b'{"id": %d, "user": "%s", "text": "%s"}'
+        % (i, rnd.choice(words).encode(), " ".join(rnd.sample(words, 30)).encode())
+        for i in range(400)
+    ]
+    repetitive = [
+        b'{"id": %d, "event": "page_view", "user_id": %d, "url": "https://example.com/p/%d"}'
+        % (i, 1000 + i % 50, i % 20)
+        for i in range(2000)
+    ]
+    for values, halved in ((varied, False), (repetitive, True)):
+        frame = _records_section(values)
+        pos, blocks = 7, []
+        for compressed, decoded in _lz4_blocks_each_alone(frame):
+            (size,) = struct.unpack_from("<I", frame, pos)
+            n = size & 0x7FFFFFFF
+            if compressed and len(decoded) >= 4096:
+                blocks.append((decoded, frame[pos + 4 : pos + 4 + n]))
+            pos += 4 + n
+        assert len(blocks) >= 3
+        for decoded, ours in blocks[1:]:  # the first follows whatever the state did before
+            assert (len(ours) <= len(decoded) // 2) is halved
+            assert ours == _lz4_one_block(decoded, gap=halved)
+        if halved:
+            assert any(_lz4_one_block(d, gap=False) != ours for d, ours in blocks[1:])
+        else:
+            assert any(_lz4_one_block(d, gap=True) != ours for d, ours in blocks[1:])

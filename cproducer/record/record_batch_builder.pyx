@@ -105,10 +105,16 @@ cdef double _RATE_FACTOR = 1.05  # Java's COMPRESSION_RATE_ESTIMATION_FACTOR
 # With the GIL, one compressor state serves every builder (used only while the GIL is held), so
 # blocks after the first skip the state's reset (the _fastReset variant, when the library has it).
 # That variant still clears the state's 16 KiB hash table before every block of 4 KiB or more
-# (lz4's rule): for a 10 kB value the clearing cost half as much again as the compression. Such
-# blocks go through LZ4_resetStream_fast and LZ4_compress_fast_continue instead: the reset moves
-# the state's offsets past every entry of the table, so the block refers to nothing before it
-# (independent, as Java's reader requires) and the table is not touched.
+# (lz4's rule): for a 10 kB value of very compressible bytes the clearing cost half as much again
+# as the compression. Such blocks can go through LZ4_resetStream_fast and
+# LZ4_compress_fast_continue instead: the reset moves the state's offsets past every entry of the
+# table, so the block refers to nothing before it (independent, as Java's reader requires) and
+# the table is not touched. That path hashes 5 bytes into a table of 32-bit entries, where
+# _fastReset hashes 4 into one of 16-bit entries (twice as many), and neither wins everywhere
+# (measured on 10 kB, 16 KiB and 64 KiB blocks): on bytes lz4 halves or better it is as fast or
+# faster and as small or smaller (repetitive JSON 11-17% smaller), on bytes it hardly shrinks it
+# is no faster and larger (varied JSON at 0.7-0.8: 0.6-8.7% larger). So a large block takes it
+# only when the last large block shrank to half or less (_lz4_blocks' ``compressible``).
 # Where the function cannot be reached, or checks wrong once, the codec's StreamCompressor does it.
 
 cdef extern from *:
@@ -132,6 +138,7 @@ cdef _lz4_compress_fn _lz4_continue = NULL  # LZ4_compress_fast_continue, after 
 # blocks at least this long are compressed through _lz4_gap_reset + _lz4_continue (lz4's
 # _fastReset clears the whole table for them)
 cdef Py_ssize_t LZ4_GAP_RESET_MIN = 4096
+cdef bint _lz4_kept_compressible = True  # GIL builds: the shared state's last large block shrank
 cdef Py_ssize_t _lz4_state_size = 0
 cdef bint _lz4_looked_up = False
 cdef bytes _lz4_header = None
@@ -156,10 +163,11 @@ cdef Py_ssize_t LZ4_RAW_MAX = 64
 
 
 cdef Py_ssize_t _lz4_blocks(void* state, bint ready, const unsigned char* src, Py_ssize_t n,
-                            unsigned char* dst) noexcept nogil:
+                            unsigned char* dst, bint* compressible) noexcept nogil:
     # n bytes as blocks of at most 64 KiB, each stored as is when lz4 does not make it smaller;
     # at most n + 4 per block written; the bytes written. ``ready``: the state was initialized
-    # by an earlier compression (no reset needed)
+    # by an earlier compression (no reset needed). ``compressible``: whether the last block of
+    # LZ4_GAP_RESET_MIN or more shrank to half or less (read, and updated by every such block)
     cdef Py_ssize_t done = 0, chunk
     cdef unsigned char* p = dst
     cdef int c
@@ -169,7 +177,8 @@ cdef Py_ssize_t _lz4_blocks(void* state, bint ready, const unsigned char* src, P
         chunk = min(n - done, LZ4_BLOCK_MAX)
         if chunk <= LZ4_RAW_MAX:
             c = 0  # too short to be worth an lz4 call: stored as it is
-        elif ready and chunk >= LZ4_GAP_RESET_MIN and _lz4_continue != NULL:
+        elif (ready and chunk >= LZ4_GAP_RESET_MIN and compressible[0]
+              and _lz4_continue != NULL):
             _lz4_gap_reset(state)
             c = _lz4_continue(state, <const char*>(src + done), <char*>(p + 4), <int>chunk,
                               <int>chunk - 1, 1)
@@ -178,6 +187,8 @@ cdef Py_ssize_t _lz4_blocks(void* state, bint ready, const unsigned char* src, P
             c = fn(state, <const char*>(src + done), <char*>(p + 4), <int>chunk, <int>chunk - 1,
                    1)
             ready = True
+        if chunk >= LZ4_GAP_RESET_MIN:
+            compressible[0] = 0 < c <= chunk // 2
         if c > 0:
             size = <uint32_t>c
         else:
@@ -203,20 +214,21 @@ cdef Py_ssize_t _lz4_compress_stage(const unsigned char* src, Py_ssize_t n,
     global _lz4_kept_state
     cdef void* state
     cdef Py_ssize_t written
+    cdef bint compressible = True
     if CP_GIL_GUARDS_GLOBALS and n < _nogil_bytes:
         if _lz4_kept_state == NULL:
             _lz4_kept_state = PyMem_Calloc(1, _lz4_state_size)
             if _lz4_kept_state == NULL:
                 raise MemoryError()
-        return _lz4_blocks(_lz4_kept_state, True, src, n, dst)
+        return _lz4_blocks(_lz4_kept_state, True, src, n, dst, &_lz4_kept_compressible)
     state = PyMem_Malloc(_lz4_state_size)
     if state == NULL:
         raise MemoryError()
     if n >= _nogil_bytes:
         with nogil:
-            written = _lz4_blocks(state, False, src, n, dst)
+            written = _lz4_blocks(state, False, src, n, dst, &compressible)
     else:
-        written = _lz4_blocks(state, False, src, n, dst)
+        written = _lz4_blocks(state, False, src, n, dst, &compressible)
     PyMem_Free(state)
     return written
 
