@@ -193,27 +193,41 @@ def lz4_frame_header() -> bytes:
     return empty[: len(empty) - len(LZ4_END_MARK)]
 
 
+def _lz4_extension() -> Optional[ctypes.CDLL]:
+    """The lz4 package's block extension (already loaded), opened for its C symbols; None where
+    it cannot be."""
+    try:
+        import lz4.block
+
+        return ctypes.CDLL(lz4.block._block.__file__)
+    except (ImportError, OSError, AttributeError):
+        return None
+
+
+def _symbol_address(lib: ctypes.CDLL, name: str) -> int:
+    """The address of the function ``name`` in ``lib``; 0 when it has none."""
+    try:
+        return ctypes.cast(getattr(lib, name), ctypes.c_void_p).value or 0
+    except AttributeError:
+        return 0
+
+
 def lz4_block_compress_address() -> Tuple[int, int, int]:
     """The addresses of the lz4 library's ``LZ4_compress_fast_extState`` and of its
     ``_fastReset`` variant (0 when absent: it is in lz4's static-linking API) and the size of
     their state, as ``(address, fast_reset_address, state_size)``, from the lz4 package's own
     extension (already loaded); (0, 0, 0) where its symbols cannot be reached (the builder then
     uses ``stream_compressor``)."""
-    try:
-        import lz4.block
-
-        lib = ctypes.CDLL(lz4.block._block.__file__)
-        sizeof_state = lib.LZ4_sizeofState
-        sizeof_state.restype = ctypes.c_int
-        address = ctypes.cast(lib.LZ4_compress_fast_extState, ctypes.c_void_p).value or 0
-        try:
-            fast = lib.LZ4_compress_fast_extState_fastReset
-            fast_address = ctypes.cast(fast, ctypes.c_void_p).value or 0
-        except AttributeError:
-            fast_address = 0
-        return address, fast_address, int(sizeof_state())
-    except (ImportError, OSError, AttributeError):
+    lib = _lz4_extension()
+    if lib is None:
         return 0, 0, 0
+    address = _symbol_address(lib, "LZ4_compress_fast_extState")
+    sizeof_state = getattr(lib, "LZ4_sizeofState", None) if address else None
+    if sizeof_state is None:
+        return 0, 0, 0
+    sizeof_state.restype = ctypes.c_int
+    fast_address = _symbol_address(lib, "LZ4_compress_fast_extState_fastReset")
+    return address, fast_address, int(sizeof_state())
 
 
 def lz4_gap_reset_addresses() -> Tuple[int, int]:
@@ -226,15 +240,12 @@ def lz4_gap_reset_addresses() -> Tuple[int, int]:
     and drops its dictionary, so the block that follows refers to nothing before it. The
     ``_extState_fastReset`` function instead clears the whole 16 KiB table before every block of
     4 KiB or more."""
-    try:
-        import lz4.block
-
-        lib = ctypes.CDLL(lz4.block._block.__file__)
-        reset = ctypes.cast(lib.LZ4_resetStream_fast, ctypes.c_void_p).value or 0
-        cont = ctypes.cast(lib.LZ4_compress_fast_continue, ctypes.c_void_p).value or 0
-        return (reset, cont) if reset and cont else (0, 0)
-    except (ImportError, OSError, AttributeError):
+    lib = _lz4_extension()
+    if lib is None:
         return 0, 0
+    reset = _symbol_address(lib, "LZ4_resetStream_fast")
+    cont = _symbol_address(lib, "LZ4_compress_fast_continue")
+    return (reset, cont) if reset and cont else (0, 0)
 
 
 class StreamCompressor(Protocol):

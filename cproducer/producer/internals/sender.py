@@ -116,8 +116,9 @@ class Sender:
         self.client.wakeup()
 
     def wakeup_for_data(self) -> None:
-        """New records to send (a batch filled or made)."""
-        self.client.wakeup()
+        """New records to send (a batch filled or made): ``wakeup`` (with a client whose
+        wake-up flags can be muted, ``__init__`` puts their own method here instead)."""
+        self.wakeup()
 
     def initiate_close(self) -> None:
         self.accumulator.close()
