@@ -184,7 +184,7 @@ def test_the_lz4_block_function_is_reached_for_the_builders_c_path() -> None:
 
 def _lz4_blocks_each_alone(frame: bytes) -> list:
     """The blocks of one of our lz4 frames, each decoded with no other block as its dictionary
-    (as Java's reader does), as (compressed, decoded) pairs."""
+    (as Java's reader does), as (compressed, its bytes in the frame, decoded) triples."""
     import lz4.block
 
     assert frame[:4] == b"\x04\x22\x4d\x18"
@@ -198,31 +198,12 @@ def _lz4_blocks_each_alone(frame: bytes) -> list:
         data = frame[pos : pos + n]
         pos += n
         stored = bool(size & 0x80000000)
-        blocks.append((not stored, data if stored else lz4.block.decompress(data, 1 << 16)))
-
-
-@pytest.mark.parametrize("stage", [16384, 1 << 20])
-def test_the_builders_large_lz4_blocks_decode_each_on_their_own(stage: int) -> None:
-    """Blocks of 4 KiB or more are compressed after lz4's gap reset (no clearing of the table):
-    each one must still decode alone, even right after a block with the same bytes. A 16 KiB
-    stage sends each 10 kB value as a block of its own; a 1 MiB stage makes 64 KiB blocks."""
-    from cproducer.record.record_batch_builder import RECORD_BATCH_OVERHEAD, RecordBatchBuilder
-
-    assert all(c.lz4_gap_reset_addresses())
-    value = b"a value repeated in every record of the batch | " * 210
-    b = RecordBatchBuilder(bytearray(stage), c.CODEC_LZ4, 1 << 22)
-    for i in range(12):
-        assert b.try_append(i, b"key %d" % i, value) == i
-    b.close()
-    frame = bytes(b.buffer())[RECORD_BATCH_OVERHEAD:]
-    blocks = _lz4_blocks_each_alone(frame)
-    large = [decoded for compressed, decoded in blocks if compressed and len(decoded) >= 4096]
-    assert len(large) >= 2 and all(len(d) < 400 * 1024 for d in large)
-    assert b"".join(decoded for _, decoded in blocks) == c.decompress(c.CODEC_LZ4, frame)
-    assert c.decompress(c.CODEC_LZ4, frame).count(value) == 12
+        blocks.append((not stored, data, data if stored else lz4.block.decompress(data, 1 << 16)))
 
 
 def _records_section(values: list, stage: int = 16384) -> bytes:
+    """The records section (one lz4 frame) of a batch of ``values`` without keys, built in a
+    ``stage``-byte buffer."""
     from cproducer.record.record_batch_builder import RECORD_BATCH_OVERHEAD, RecordBatchBuilder
 
     b = RecordBatchBuilder(bytearray(stage), c.CODEC_LZ4, 1 << 22)
@@ -230,6 +211,21 @@ def _records_section(values: list, stage: int = 16384) -> bytes:
         assert b.try_append(i, None, value) == i
     b.close()
     return bytes(b.buffer())[RECORD_BATCH_OVERHEAD:]
+
+
+@pytest.mark.parametrize("stage", [16384, 1 << 20])
+def test_the_builders_large_lz4_blocks_decode_each_on_their_own(stage: int) -> None:
+    """Blocks of 4 KiB or more are compressed after lz4's gap reset (no clearing of the table):
+    each one must still decode alone, even right after a block with the same bytes. A 16 KiB
+    stage sends each 10 kB value as a block of its own; a 1 MiB stage makes 64 KiB blocks."""
+    assert all(c.lz4_gap_reset_addresses())
+    value = b"a value repeated in every record of the batch | " * 210
+    frame = _records_section([value] * 12, stage)
+    blocks = _lz4_blocks_each_alone(frame)
+    large = [decoded for compressed, _, decoded in blocks if compressed and len(decoded) >= 4096]
+    assert len(large) >= 2 and all(len(d) < 400 * 1024 for d in large)
+    assert b"".join(decoded for _, _, decoded in blocks) == c.decompress(c.CODEC_LZ4, frame)
+    assert c.decompress(c.CODEC_LZ4, frame).count(value) == 12
 
 
 def _lz4_one_block(data: bytes, gap: bool) -> bytes:
@@ -280,14 +276,11 @@ def test_large_lz4_blocks_take_the_gap_reset_only_after_a_block_lz4_halved() -> 
         for i in range(2000)
     ]
     for values, halved in ((varied, False), (repetitive, True)):
-        frame = _records_section(values)
-        pos, blocks = 7, []
-        for compressed, decoded in _lz4_blocks_each_alone(frame):
-            (size,) = struct.unpack_from("<I", frame, pos)
-            n = size & 0x7FFFFFFF
-            if compressed and len(decoded) >= 4096:
-                blocks.append((decoded, frame[pos + 4 : pos + 4 + n]))
-            pos += 4 + n
+        blocks = [
+            (decoded, ours)
+            for compressed, ours, decoded in _lz4_blocks_each_alone(_records_section(values))
+            if compressed and len(decoded) >= 4096
+        ]
         assert len(blocks) >= 3
         for decoded, ours in blocks[1:]:  # the first follows whatever the state did before
             assert (len(ours) <= len(decoded) // 2) is halved
