@@ -1,6 +1,8 @@
 # cython: freethreading_compatible=True
 # Free-threaded Python: a builder is used by one thread at a time, under its partition deque's
-# native mutex (the accumulator's FastLock); the module's only global is a test hook.
+# native mutex (the accumulator's FastLock). The module's globals: a test hook, the lz4 functions
+# (looked up once, then only read), and the shared lz4 state with its ``compressible`` flag, used
+# only in GIL builds (CP_GIL_GUARDS_GLOBALS; a free-threaded build makes a state per call).
 """RecordBatchBuilder: Java's ``MemoryRecordsBuilder`` for RecordBatch v2 (magic 2).
 
 Wire schema (all integers big-endian; varints zigzag-encoded, as ``DefaultRecord`` writes them):
