@@ -289,6 +289,20 @@ class FakeTM:
     def add_in_flight_batch(self, b):
         self.in_flight.append(b)
 
+    # the accumulator's two calls per drained batch, made of the calls above
+    def should_stop_drain(self, tp, base_sequence):
+        if not self.is_send_to_partition_allowed(tp) or not self.has_producer_id():
+            return True
+        head = self.next_batch_by_sequence(tp)
+        return base_sequence != -1 and head is not None and head.base_sequence != base_sequence
+
+    def sequence_batch(self, b):
+        self.maybe_update_producer_id_and_epoch(b.topic_partition)
+        pid, epoch = self.producer_id_and_epoch
+        b.set_producer_state(pid, epoch, self.sequence_number(b.topic_partition), False)
+        self.increment_sequence_number(b.topic_partition, b.record_count)
+        self.add_in_flight_batch(b)
+
 
 def test_drain_assigns_sequences_in_order() -> None:
     tm = FakeTM()

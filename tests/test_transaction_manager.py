@@ -28,12 +28,8 @@ class FakeBatch:
 
 def drain(tm: TransactionManager, batch: Any) -> Any:
     """What the accumulator's drain does for a batch without a sequence."""
-    tp = batch.topic_partition
-    tm.maybe_update_producer_id_and_epoch(tp)
-    pid, epoch = tm.producer_id_and_epoch
-    batch.set_producer_state(pid, epoch, tm.sequence_number(tp), False)
-    tm.increment_sequence_number(tp, batch.record_count)
-    tm.add_in_flight_batch(batch)
+    assert not tm.should_stop_drain(batch.topic_partition, batch.base_sequence)
+    tm.sequence_batch(batch)
     return batch
 
 
@@ -50,6 +46,37 @@ def test_needs_id_until_set_and_sequences_advance() -> None:
     assert tm.next_batch_by_sequence(TP) is b2
     tm.handle_completed_batch(b2, base_offset=13)
     assert not tm.has_in_flight_batches(TP)
+
+
+def test_a_retried_batch_is_drained_only_as_the_first_in_flight() -> None:
+    tm = TransactionManager()
+    assert tm.should_stop_drain(TP, -1)  # no producer id yet
+    tm.set_producer_id_and_epoch(7, 0)
+    b1, b2, b3 = (drain(tm, FakeBatch(TP, 2)) for _ in range(3))
+    assert [b.base_sequence for b in (b1, b2, b3)] == [0, 2, 4]
+    # b2 and b3 come back for a retry while b1 is still in flight: they wait for it
+    assert tm.should_stop_drain(TP, b2.base_sequence)
+    assert tm.should_stop_drain(TP, b3.base_sequence)
+    assert tm.should_stop_drain(TP, b1.base_sequence) is False
+    assert tm.should_stop_drain(TP, -1) is False  # a new batch is not held back
+    tm.handle_completed_batch(b1, base_offset=0)
+    assert tm.should_stop_drain(TP, b2.base_sequence) is False
+    tm.request_producer_id_reset("test")
+    assert tm.should_stop_drain(TP, b2.base_sequence) and tm.should_stop_drain(TP, -1)
+
+
+def test_in_flight_batches_stay_in_sequence_order_when_one_is_added_back() -> None:
+    tm = TransactionManager()
+    tm.set_producer_id_and_epoch(7, 0)
+    b1, b2, b3 = (drain(tm, FakeBatch(TP, 1)) for _ in range(3))
+    tm.handle_failed_batch(b1, errors.NotLeaderForPartitionError(), adjust_sequences=False)
+    tm.handle_completed_batch(b2, base_offset=5)
+    tm.add_in_flight_batch(b1)  # a batch put back (a split's part, say) goes first again
+    assert tm.next_batch_by_sequence(TP) is b1
+    tm.handle_completed_batch(b1, base_offset=4)
+    assert tm.next_batch_by_sequence(TP) is b3
+    b4 = drain(tm, FakeBatch(TP, 1))
+    assert b4.base_sequence == 3 and tm.sequence_number(TP) == 4
 
 
 def test_out_of_order_for_a_later_batch_is_retried_without_reset() -> None:

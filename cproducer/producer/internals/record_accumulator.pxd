@@ -72,7 +72,6 @@ cdef class RecordAccumulator:
                         long long now_ms, cluster)
     cdef object _append_new_batch(self, PartitionDeque dq, long long timestamp, key, value,
                                   headers, callback, buffer, long long now)
-    cdef bint _should_stop_drain(self, ProducerBatch first, tp) except -1
     cdef list _drain_node(self, cluster, int node_id, int max_size, long long now)
     cdef long long _backoff(self, int attempts)
     cdef void _update_compression_ratio(self, TopicInfo ti, double observed)

@@ -500,32 +500,6 @@ cdef class RecordAccumulator:
             ti.partitioner.update_partition_load_stats(queue_sizes, ids, idx + 1)
         return ReadyCheckResult(ready_nodes, next_delay, unknown)
 
-    cdef bint _should_stop_drain(self, ProducerBatch first, tp) except -1:
-        # Java's shouldStopDrainBatchesForPartition (call with the deque lock held)
-        tm = self.transaction_manager
-        if tm is None:
-            return False
-        if not tm.is_send_to_partition_allowed(tp):
-            return True
-        if not tm.has_producer_id():
-            return True  # no valid producer id/epoch yet
-        pid, _epoch = tm.producer_id_and_epoch
-        if pid < 0:
-            return True
-        if first.builder._base_sequence == -1:
-            # optional, when the transaction manager tracks them (Java's checks)
-            stale = getattr(tm, "has_stale_producer_id_and_epoch", None)
-            if stale is not None and tm.has_in_flight_batches(tp) and stale(tp):
-                return True  # in-flight batches of an older id/epoch must finish first
-            unresolved = getattr(tm, "has_unresolved_sequence", None)
-            if unresolved is not None and unresolved(tp):
-                return True
-        else:
-            head = tm.next_batch_by_sequence(tp)
-            if head is not None and head.base_sequence != first.builder._base_sequence:
-                return True  # a retried batch waits for the one before it to complete
-        return False
-
     def drain(self, cluster, node_ids, int max_request_size, long long now_ms):
         """Java's drain: for each node, batches of its partitions (starting where the last drain
         of that node stopped) up to ``max_request_size`` bytes (at least one batch), closed and,
@@ -587,8 +561,9 @@ cdef class RecordAccumulator:
                                     # a single batch larger than the request (compression
                                     # estimate) still goes, alone
                                     stop = True
-                                elif self._should_stop_drain(head, dq.tp):
-                                    stop = True
+                                elif tm is not None and tm.should_stop_drain(
+                                        dq.tp, head.builder._base_sequence):
+                                    stop = True  # Java's shouldStopDrainBatchesForPartition
                                 else:
                                     first = dq.batches.popleft()
                     finally:
@@ -600,13 +575,7 @@ cdef class RecordAccumulator:
                         # sequence numbers and compression outside the lock: appenders to
                         # this partition never wait for them (only the Sender drains)
                         if tm is not None and b._base_sequence == -1:
-                            tm.maybe_update_producer_id_and_epoch(dq.tp)
-                            pid, epoch = tm.producer_id_and_epoch
-                            b.set_producer_state(
-                                pid, epoch, tm.sequence_number(dq.tp), tm.is_transactional()
-                            )
-                            tm.increment_sequence_number(dq.tp, b._count)
-                            tm.add_in_flight_batch(first)
+                            tm.sequence_batch(first)
                         b.close()
                         first.leader_epoch = cluster.leader_epoch_for(dq.tp)
                         if b._codec != 0:

@@ -309,11 +309,15 @@ class TransactionManager:
 
     def maybe_update_producer_id_and_epoch(self, tp: TopicPartition) -> None:
         with self._lock:
-            entry = self._entry(tp)
-            if entry.producer_id_and_epoch != self._pid_epoch and not entry.in_flight:
-                entry.producer_id_and_epoch = self._pid_epoch
-                entry.next_sequence = 0
-                entry.last_acked_sequence = -1
+            self._maybe_restart_sequences(self._entry(tp))
+
+    def _maybe_restart_sequences(self, entry: _PartitionEntry) -> None:
+        # Java's maybeUpdateProducerIdAndEpoch: a partition with nothing in flight under an older
+        # id starts again at sequence 0 under the current one
+        if entry.producer_id_and_epoch != self._pid_epoch and not entry.in_flight:
+            entry.producer_id_and_epoch = self._pid_epoch
+            entry.next_sequence = 0
+            entry.last_acked_sequence = -1
 
     def sequence_number(self, tp: TopicPartition) -> int:
         with self._lock:
@@ -326,9 +330,50 @@ class TransactionManager:
 
     def add_in_flight_batch(self, batch: Any) -> None:
         with self._lock:
+            self._add_in_flight(self._entry(batch.topic_partition), batch)
+
+    @staticmethod
+    def _add_in_flight(entry: _PartitionEntry, batch: Any) -> None:
+        in_flight = entry.in_flight
+        seq = batch.base_sequence
+        if not in_flight or in_flight[-1].base_sequence < seq:
+            in_flight.append(batch)  # a newly drained batch: the highest sequence so far
+        else:  # a retried or split batch goes back among them
+            keys = [b.base_sequence for b in in_flight]
+            in_flight.insert(bisect.bisect_left(keys, seq), batch)
+
+    # The accumulator's drain makes one call of each per batch (a lock and a Python call cost
+    # more than the bookkeeping itself, and the Sender thread drains every batch).
+    def should_stop_drain(self, tp: TopicPartition, base_sequence: int) -> bool:
+        """Java's ``shouldStopDrainBatchesForPartition``: True when the first batch queued for
+        ``tp`` (``base_sequence`` -1 while it has none) may not be drained now. The partition
+        is not (yet) in the transaction, there is no usable producer id, or that batch is a
+        retried one and an earlier sequence of the partition is still in flight."""
+        with self._lock:
+            if not self.is_send_to_partition_allowed(tp):
+                return True
+            if base_sequence == NO_SEQUENCE:
+                return False
+            entry = self._partitions.get(tp)
+            return bool(
+                entry is not None
+                and entry.in_flight
+                and entry.in_flight[0].base_sequence != base_sequence
+            )
+
+    def sequence_batch(self, batch: Any) -> None:
+        """Java's drain step for a batch without a sequence: the producer id, epoch and the
+        partition's next sequence go into the batch, the sequence moves past its records and
+        the batch is in flight (``maybe_update_producer_id_and_epoch``, ``sequence_number``,
+        ``increment_sequence_number`` and ``add_in_flight_batch`` under one lock)."""
+        with self._lock:
             entry = self._entry(batch.topic_partition)
-            keys = [b.base_sequence for b in entry.in_flight]
-            entry.in_flight.insert(bisect.bisect_left(keys, batch.base_sequence), batch)
+            self._maybe_restart_sequences(entry)
+            pid, epoch = self._pid_epoch
+            seq = entry.next_sequence
+            batch.set_producer_state(pid, epoch, seq, self.transactional_id is not None)
+            entry.next_sequence = (seq + batch.record_count) & 0x7FFFFFFF
+            self._add_in_flight(entry, batch)
 
     def next_batch_by_sequence(self, tp: TopicPartition) -> Any:
         with self._lock:
