@@ -3,8 +3,9 @@
 The records of one call land in many ProducerBatches (several partitions, several batches each).
 Each ProducerBatch keeps *segments* of the call, ``(future, order, start, end, first_rel_offset)``:
 the records ``order[start:end]`` of the call sit at relative offsets ``first_rel_offset...`` of that
-batch. When the batch completes it calls :meth:`BatchFuture.complete_segment` once per segment, and
-the offsets are filled with one numpy operation per segment, not one Python call per record.
+batch. When the batch completes it calls :meth:`BatchFuture.complete_segment` once per segment:
+one C call (``SendManyCompletion`` in ``send_many.pyx``) fills the segment's partitions and
+offsets, not a Python call per record.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import numpy as np
 
 from cproducer.errors import KafkaTimeoutError
-from cproducer.producer.send_many import fill_segment
+from cproducer.producer.send_many import SendManyCompletion
 
 log = logging.getLogger("cproducer.producer.batch_future")
 
@@ -40,58 +41,30 @@ class BatchResult:
         return self.count - len(self.errors)
 
 
-class BatchFuture:
+class BatchFuture(SendManyCompletion):
+    """The future of a ``send_many`` call: ``get()`` gives its :class:`BatchResult` once every
+    record completed. ``partitions``, ``offsets``, ``errors`` and ``count`` (each record's
+    outcome, filled as its batch completes) and ``complete_segment``/``fail_all`` come from
+    ``SendManyCompletion`` (``send_many.pyx``)."""
+
     def __init__(self, topic: str, count: int) -> None:
         self.topic = topic
-        self.count = count
-        self.partitions = np.full(count, -1, dtype=np.int32)
-        self.offsets = np.full(count, -1, dtype=np.int64)
-        self.errors: Dict[int, BaseException] = {}
-        self._remaining = count
         self._lock = threading.Lock()
-        self._done = threading.Event()
+        # made by the first get() that has to wait: most calls complete before anyone waits
+        self._event: Optional[threading.Event] = None
         self._callbacks: List[Tuple[Callable[..., Any], Tuple[Any, ...]]] = []
         self._result: Optional[BatchResult] = None
-        if count == 0:
-            self._finish()
+        super().__init__(count)  # with count 0: finished at once
 
     # ------------------------------------------------------------------ completion (Sender thread)
-    def complete_segment(
-        self,
-        order: Optional[np.ndarray],
-        start: int,
-        end: int,
-        partition: int,
-        base_offset: int,
-        first_rel_offset: int,
-        error: Optional[BaseException],
-    ) -> None:
-        n = end - start
-        first = base_offset + first_rel_offset if error is None and base_offset >= 0 else -1
-        with self._lock:
-            fill_segment(self.partitions, self.offsets, order, start, end, partition, first)
-            if error is not None:
-                idx = range(start, end) if order is None else order[start:end].tolist()
-                for i in idx:
-                    self.errors[i] = error
-            self._remaining -= n
-            finished = self._remaining == 0
-        if finished:
-            self._finish()
-
-    def fail_all(self, error: BaseException) -> None:
-        """The call failed before its records were accepted (nothing was appended)."""
-        with self._lock:
-            for i in range(self.count):
-                self.errors.setdefault(i, error)
-            self._remaining = 0
-        self._finish()
-
     def _finish(self) -> None:
-        self._result = BatchResult(self.count, self.errors, self.partitions, self.offsets)
-        self._done.set()
+        result = BatchResult(self.count, self.errors, self.partitions, self.offsets)
         with self._lock:
+            self._result = result
+            event = self._event
             callbacks, self._callbacks = self._callbacks, []
+        if event is not None:
+            event.set()
         for fn, args in callbacks:
             self._call(fn, args)
 
@@ -103,22 +76,29 @@ class BatchFuture:
 
     # ------------------------------------------------------------------ user side
     def done(self) -> bool:
-        return self._done.is_set()
+        return self._result is not None
 
     is_done = property(done)
 
     def get(self, timeout: Optional[float] = None) -> BatchResult:
-        if not self._done.wait(timeout):
-            raise KafkaTimeoutError(
-                f"send_many of {self.count} records not complete after {timeout} s"
-            )
-        assert self._result is not None
-        return self._result
+        result = self._result
+        if result is None:
+            with self._lock:
+                if self._result is None and self._event is None:
+                    self._event = threading.Event()
+                event = self._event
+            if event is not None and not event.wait(timeout):
+                raise KafkaTimeoutError(
+                    f"send_many of {self.count} records not complete after {timeout} s"
+                )
+            result = self._result
+            assert result is not None
+        return result
 
     def add_callback(self, fn: Callable[..., Any], *args: Any) -> BatchFuture:
         """``fn(result, *args)`` once every record completed (at once if already done)."""
         with self._lock:
-            if not self._done.is_set():
+            if self._result is None:
                 self._callbacks.append((fn, args))
                 return self
         self._call(fn, args)

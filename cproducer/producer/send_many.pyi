@@ -1,4 +1,4 @@
-from typing import Any, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -14,6 +14,26 @@ def offsets_column(
 def partition_order(partitions: np.ndarray) -> Optional[np.ndarray]: ...
 def size_upper_bounds(key_lengths: Any, value_lengths: Any, headers_sizes: Any) -> np.ndarray: ...
 def partitions_of_column(keys: Column, num_partitions: int) -> np.ndarray: ...
+
+class SendManyCompletion:
+    count: int
+    partitions: np.ndarray
+    offsets: np.ndarray
+    errors: Dict[int, BaseException]
+    def __init__(self, count: int) -> None: ...
+    def complete_segment(
+        self,
+        order: Optional[np.ndarray],
+        start: int,
+        end: int,
+        partition: int,
+        base_offset: int,
+        first_rel_offset: int,
+        error: Optional[BaseException],
+    ) -> None: ...
+    def fail_all(self, error: BaseException) -> None: ...
+    def _finish(self) -> None: ...
+
 def fill_segment(
     partitions: np.ndarray,
     offsets: np.ndarray,

@@ -362,6 +362,12 @@ def fill_segment(cnp.ndarray partitions, cnp.ndarray offsets, order, Py_ssize_t 
     ``order[start:end]`` (``range(start, end)`` when order is None), ``partitions[i] =
     partition`` and, when ``first_offset >= 0``, ``offsets[i] = first_offset + k``. The arrays
     are the call's own (``BatchFuture``): int32 and int64, contiguous, one entry per record."""
+    _fill_segment(partitions, offsets, order, start, end, partition, first_offset)
+
+
+cdef int _fill_segment(cnp.ndarray partitions, cnp.ndarray offsets, object order,
+                       Py_ssize_t start, Py_ssize_t end, int partition,
+                       long long first_offset) except -1:
     cdef int32_t* parts
     cdef int64_t* offs
     cdef const int64_t* ords = NULL
@@ -390,7 +396,76 @@ def fill_segment(cnp.ndarray partitions, cnp.ndarray offsets, order, Py_ssize_t 
         parts[i] = partition
         if first_offset >= 0:
             offs[i] = first_offset + k
-    return None
+    return 0
+
+
+cdef class SendManyCompletion:
+    """Each record's partition, offset and error of one ``send_many`` call, filled one segment
+    at a time (the call's records in one batch) as the batches complete; ``BatchFuture`` is its
+    Python face and implements ``_finish``, which runs once, when the last record completed.
+
+    The Sender thread completes every segment of a finished batch, so this is C, and without a
+    lock: no Python code runs between reading and updating the counts, and this module keeps
+    the GIL (see the top), so the Sender thread and a caller failing the records it could not
+    append (``complete_segment`` from ``send_many``) never interleave here."""
+    cdef readonly Py_ssize_t count
+    cdef readonly cnp.ndarray partitions  # int32, -1 until its segment completed
+    cdef readonly cnp.ndarray offsets     # int64, -1 when failed or unknown (acks=0)
+    cdef readonly dict errors             # record index -> its exception
+    cdef Py_ssize_t _remaining
+
+    def __init__(self, Py_ssize_t count):
+        if count < 0:
+            raise ValueError(f"count must be >= 0, got {count}")
+        self.count = count
+        self.partitions = np.full(count, -1, dtype=np.int32)
+        self.offsets = np.full(count, -1, dtype=np.int64)
+        self.errors = {}
+        self._remaining = count
+        if count == 0:
+            self._finish()
+
+    def complete_segment(self, order, Py_ssize_t start, Py_ssize_t end, int partition,
+                         long long base_offset, long long first_rel_offset, error):
+        """Records ``order[start:end]`` (``start..end-1`` without an order) completed: they
+        sit at ``first_rel_offset...`` of a batch of ``partition`` written at ``base_offset``
+        (-1: not known), or failed with ``error``."""
+        cdef Py_ssize_t n = end - start
+        cdef long long first = -1
+        cdef Py_ssize_t k
+        cdef const int64_t* ords
+        if n > self._remaining:
+            raise ValueError(
+                f"a segment of {n} records, but only {self._remaining} of the call's "
+                f"{self.count} are not complete"
+            )
+        if error is None and base_offset >= 0:
+            first = base_offset + first_rel_offset
+        _fill_segment(self.partitions, self.offsets, order, start, end, partition, first)
+        if error is not None:
+            if order is None:
+                for k in range(start, end):
+                    self.errors[k] = error
+            else:
+                ords = <const int64_t*>cnp.PyArray_DATA(<cnp.ndarray>order)
+                for k in range(start, end):
+                    self.errors[ords[k]] = error
+        self._remaining -= n
+        if self._remaining == 0:
+            self._finish()
+
+    def fail_all(self, error):
+        """The call failed before any of its records was accepted: each fails with ``error``."""
+        cdef Py_ssize_t i
+        if self._remaining == 0:
+            return
+        for i in range(self.count):
+            self.errors.setdefault(i, error)
+        self._remaining = 0
+        self._finish()
+
+    def _finish(self):
+        raise NotImplementedError("a subclass completes the call")
 
 
 def partitions_of_column(Column keys, int num_partitions):
