@@ -274,22 +274,10 @@ class FakeTM:
     def next_batch_by_sequence(self, tp):
         return None
 
-    def maybe_update_producer_id_and_epoch(self, tp):
-        pass
-
-    def sequence_number(self, tp):
-        return self.seq.get(tp, 0)
-
-    def is_transactional(self):
-        return False
-
-    def increment_sequence_number(self, tp, n):
-        self.seq[tp] = self.seq.get(tp, 0) + n
-
     def add_in_flight_batch(self, b):
         self.in_flight.append(b)
 
-    # the accumulator's two calls per drained batch, made of the calls above
+    # the accumulator's two calls per drained batch (the first made of the checks above)
     def should_stop_drain(self, tp, base_sequence):
         if not self.is_send_to_partition_allowed(tp) or not self.has_producer_id():
             return True
@@ -297,10 +285,10 @@ class FakeTM:
         return base_sequence != -1 and head is not None and head.base_sequence != base_sequence
 
     def sequence_batch(self, b):
-        self.maybe_update_producer_id_and_epoch(b.topic_partition)
+        tp = b.topic_partition
         pid, epoch = self.producer_id_and_epoch
-        b.set_producer_state(pid, epoch, self.sequence_number(b.topic_partition), False)
-        self.increment_sequence_number(b.topic_partition, b.record_count)
+        b.set_producer_state(pid, epoch, self.seq.get(tp, 0), False)
+        self.seq[tp] = self.seq.get(tp, 0) + b.record_count
         self.add_in_flight_batch(b)
 
 

@@ -307,26 +307,9 @@ class TransactionManager:
                     self.pending_partitions.add(tp)
             return False
 
-    def maybe_update_producer_id_and_epoch(self, tp: TopicPartition) -> None:
-        with self._lock:
-            self._maybe_restart_sequences(self._entry(tp))
-
-    def _maybe_restart_sequences(self, entry: _PartitionEntry) -> None:
-        # Java's maybeUpdateProducerIdAndEpoch: a partition with nothing in flight under an older
-        # id starts again at sequence 0 under the current one
-        if entry.producer_id_and_epoch != self._pid_epoch and not entry.in_flight:
-            entry.producer_id_and_epoch = self._pid_epoch
-            entry.next_sequence = 0
-            entry.last_acked_sequence = -1
-
     def sequence_number(self, tp: TopicPartition) -> int:
         with self._lock:
             return self._entry(tp).next_sequence
-
-    def increment_sequence_number(self, tp: TopicPartition, count: int) -> None:
-        with self._lock:
-            entry = self._entry(tp)
-            entry.next_sequence = (entry.next_sequence + count) & 0x7FFFFFFF
 
     def add_in_flight_batch(self, batch: Any) -> None:
         with self._lock:
@@ -364,11 +347,15 @@ class TransactionManager:
     def sequence_batch(self, batch: Any) -> None:
         """Java's drain step for a batch without a sequence: the producer id, epoch and the
         partition's next sequence go into the batch, the sequence moves past its records and
-        the batch is in flight (``maybe_update_producer_id_and_epoch``, ``sequence_number``,
-        ``increment_sequence_number`` and ``add_in_flight_batch`` under one lock)."""
+        the batch is in flight, under one lock."""
         with self._lock:
             entry = self._entry(batch.topic_partition)
-            self._maybe_restart_sequences(entry)
+            if entry.producer_id_and_epoch != self._pid_epoch and not entry.in_flight:
+                # Java's maybeUpdateProducerIdAndEpoch: nothing in flight under an older id,
+                # the partition starts again at sequence 0 under the current one
+                entry.producer_id_and_epoch = self._pid_epoch
+                entry.next_sequence = 0
+                entry.last_acked_sequence = -1
             pid, epoch = self._pid_epoch
             seq = entry.next_sequence
             batch.set_producer_state(pid, epoch, seq, self.transactional_id is not None)
