@@ -193,3 +193,28 @@ def test_a_full_listing_asks_for_every_topic_once_and_again_after_a_failure() ->
     assert md.fetch().partition_count_for_topic("other") == 3
     req, _ = md.new_metadata_request(6)
     assert req.topics == ["t"]  # then back to the topics in use
+
+
+def test_the_refresh_backoff_is_drawn_only_while_it_can_delay_the_update() -> None:
+    draws = []
+
+    def random() -> float:
+        draws.append(1)
+        return 0.999  # the largest jitter factor (1.2 by default): capped at the max interval
+
+    md = ProducerMetadata(
+        refresh_backoff_ms=100,
+        refresh_backoff_max_ms=800,
+        metadata_max_age_ms=10_000,
+        random=random,
+    )
+    md.add("t", 0)
+    md.update(response(topic("t")), False, 1000)
+    for _ in range(4):
+        md.failed_update(2000)
+    md.request_update()
+    assert md.time_to_next_update(2000) == 800  # backoff(3) = 800 x 1.2, capped at 800
+    assert md.time_to_next_update(2799) == 1
+    n = len(draws)
+    assert md.time_to_next_update(2800) == 0 and md.time_to_next_update(9000) == 0
+    assert len(draws) == n  # past the max interval no backoff can delay it: nothing drawn

@@ -132,3 +132,29 @@ def test_plain_retriable_errors_follow_the_error_class() -> None:
     b = drain(tm, FakeBatch(TP, 1))
     assert tm.can_retry(errors.NotLeaderForPartitionError(), b, -1)
     assert not tm.can_retry(errors.InvalidRecordError(), b, -1)
+
+
+def test_one_answer_acknowledges_its_batches_in_any_order() -> None:
+    tm = TransactionManager()
+    tm.set_producer_id_and_epoch(7, 0)
+    other = TopicPartition("t", 1)
+    a1, a2, b1 = (
+        drain(tm, FakeBatch(TP, 2)),
+        drain(tm, FakeBatch(TP, 3)),
+        drain(tm, FakeBatch(other, 1)),
+    )
+    # a2 is answered before a1 (it is not the first in flight): it still leaves, a1 stays first
+    tm.handle_completed_batches([a2, b1], [12, 0])
+    assert tm.next_batch_by_sequence(TP) is a1 and not tm.has_in_flight_batches(other)
+    assert tm._partitions[TP].last_acked_sequence == 4
+    assert tm._partitions[TP].last_acked_offset == 14
+    tm.handle_completed_batches([a1], [-1])  # no offset known: the acked offset stays
+    assert not tm.has_in_flight_batches()
+    assert (tm._partitions[TP].last_acked_sequence, tm._partitions[TP].last_acked_offset) == (4, 14)
+    # a batch of an older producer id leaves the in-flight list without moving the acked state
+    tm.set_producer_id_and_epoch(8, 0)
+    stale = FakeBatch(TP, 1)
+    stale.producer_id, stale.base_sequence = 7, 5
+    tm._partitions[TP].in_flight.append(stale)
+    tm.handle_completed_batches([stale], [20])
+    assert not tm.has_in_flight_batches(TP) and tm._partitions[TP].last_acked_offset == 14

@@ -228,9 +228,14 @@ class ProducerMetadata:
             expire = 0
         else:
             expire = max(self._last_successful_refresh_ms + self.metadata_max_age_ms - now_ms, 0)
-        allow = max(self._last_refresh_ms + self._backoff_ms() - now_ms, 0)
         if self._last_refresh_ms == 0:
-            allow = 0
+            return expire
+        # the refresh backoff is at most its max interval: past that bound it cannot delay the
+        # update, and its jittered value is not drawn (the Sender asks this on every loop)
+        since_refresh = now_ms - self._last_refresh_ms
+        if since_refresh >= self._refresh_backoff.max_interval:
+            return expire
+        allow = max(self._backoff_ms() - since_refresh, 0)
         return max(expire, allow)
 
     def new_metadata_request(self, now_ms: int) -> Tuple[MetadataRequest, bool]:

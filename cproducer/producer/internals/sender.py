@@ -339,12 +339,15 @@ class Sender:
     def _remove_in_flight(self, batch: Any) -> None:
         batches = self.in_flight_batches.get(batch.topic_partition)
         if batches is not None:
-            try:
-                batches.remove(batch)
-            except ValueError:
-                pass
+            if batches and batches[0] is batch:
+                del batches[0]  # answers come in send order: the usual case
+            else:
+                try:
+                    batches.remove(batch)
+                except ValueError:
+                    pass
             if not batches:
-                self.in_flight_batches.pop(batch.topic_partition, None)
+                del self.in_flight_batches[batch.topic_partition]
 
     def _fail_in_flight(self, exc: BaseException) -> None:
         for batches in list(self.in_flight_batches.values()):
@@ -412,15 +415,26 @@ class Sender:
         self.metrics.record_latency(response.destination, now - sent_ms, now)
         self.metrics.record_produce_throttle(body.throttle_time_ms, now)
         new_leaders: Dict[TopicPartition, Any] = {}
+        responses = body.responses
+        # the batches the broker wrote, completed together after the loop
+        written: List[Any] = []
+        offsets: List[int] = []
+        append_times: List[int] = []
         for tp, batch in batches.items():
-            part = body.responses.get((tp.topic, tp.partition))
+            part = responses.get((tp.topic, tp.partition))
             if part is None:
                 exc = errors.IllegalStateError(f"the Produce response has no entry for {tp}")
                 self._fail_batch(batch, exc, adjust_sequences=False)
                 continue
-            err = errors.exception_for(part.error_code, part.error_message)
+            err = (
+                None
+                if part.error_code == 0
+                else errors.exception_for(part.error_code, part.error_message)
+            )
             if err is None:
-                self._complete_batch(batch, part.base_offset, part.log_append_time_ms)
+                written.append(batch)
+                offsets.append(part.base_offset)
+                append_times.append(part.log_append_time_ms)
                 continue
             self._complete_batch_with_error(batch, err, part.log_start_offset, batch_now, part)
             leader = part.current_leader
@@ -437,6 +451,27 @@ class Sender:
             # the metadata update that was requested too, as Java does
             moved = self.metadata.update_partition_leadership(new_leaders, body.node_endpoints)
             self.leader_hints_applied += len(moved)
+        if written:
+            self._complete_batches(written, offsets, append_times)
+
+    def _complete_batches(
+        self, written: List[Any], base_offsets: List[int], log_append_times: List[int]
+    ) -> None:
+        """``_complete_batch`` for the batches of one Produce answer that the broker wrote: the
+        transaction manager takes them under one lock, then each batch completes (its callbacks
+        run) and gives its memory back."""
+        for batch in written:
+            self._remove_in_flight(batch)
+        tm = self.transaction_manager
+        if tm is not None:
+            tm.handle_completed_batches(written, base_offsets)
+        accumulator = self.accumulator
+        ordered = self.guarantee_message_order
+        for batch, base_offset, log_append_time in zip(written, base_offsets, log_append_times):
+            if batch.complete(base_offset, log_append_time):
+                accumulator.deallocate(batch)
+            if ordered:
+                accumulator.unmute_partition(batch.topic_partition)
 
     def _complete_batch_with_error(
         self,
@@ -503,13 +538,7 @@ class Sender:
         return bool(getattr(err, "retriable", False))
 
     def _complete_batch(self, batch: Any, base_offset: int, log_append_time: int) -> None:
-        self._remove_in_flight(batch)
-        if self.transaction_manager is not None:
-            self.transaction_manager.handle_completed_batch(batch, base_offset)
-        if batch.complete(base_offset, log_append_time):
-            self.accumulator.deallocate(batch)
-        if self.guarantee_message_order:
-            self.accumulator.unmute_partition(batch.topic_partition)
+        self._complete_batches([batch], [base_offset], [log_append_time])
 
     def _fail_batch(self, batch: Any, exc: BaseException, adjust_sequences: bool) -> None:
         self._remove_in_flight(batch)

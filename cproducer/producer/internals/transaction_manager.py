@@ -167,10 +167,6 @@ class _PartitionEntry:
         self.last_acked_offset = -1
 
 
-def _last_sequence(batch: Any) -> int:
-    return int(batch.base_sequence) + int(batch.record_count) - 1
-
-
 class TransactionManager:
     """Idempotent-producer state. Thread-safe: the Sender thread and appending threads share it."""
 
@@ -333,34 +329,48 @@ class TransactionManager:
         is not (yet) in the transaction, there is no usable producer id, or that batch is a
         retried one and an earlier sequence of the partition is still in flight."""
         with self._lock:
-            if not self.is_send_to_partition_allowed(tp):
+            # is_send_to_partition_allowed, its common outcomes inline
+            if self._fatal is not None or self._pid_epoch[0] == NO_PRODUCER_ID:
+                return True
+            if self._reset_requested:
+                return True
+            if self.transactional_id is not None and tp not in self.partitions_in_transaction:
+                self.is_send_to_partition_allowed(tp)  # False; it may queue the partition's add
                 return True
             if base_sequence == NO_SEQUENCE:
                 return False
             entry = self._partitions.get(tp)
-            return bool(
-                entry is not None
-                and entry.in_flight
-                and entry.in_flight[0].base_sequence != base_sequence
-            )
+            if entry is None:
+                return False
+            in_flight = entry.in_flight
+            return bool(in_flight) and in_flight[0].base_sequence != base_sequence
 
     def sequence_batch(self, batch: Any) -> None:
         """Java's drain step for a batch without a sequence: the producer id, epoch and the
         partition's next sequence go into the batch, the sequence moves past its records and
         the batch is in flight, under one lock."""
         with self._lock:
-            entry = self._entry(batch.topic_partition)
-            if entry.producer_id_and_epoch != self._pid_epoch and not entry.in_flight:
+            tp = batch.topic_partition
+            pid_epoch = self._pid_epoch
+            entry = self._partitions.get(tp)
+            if entry is None:
+                entry = self._partitions[tp] = _PartitionEntry(pid_epoch)
+            in_flight = entry.in_flight
+            if entry.producer_id_and_epoch != pid_epoch and not in_flight:
                 # Java's maybeUpdateProducerIdAndEpoch: nothing in flight under an older id,
                 # the partition starts again at sequence 0 under the current one
-                entry.producer_id_and_epoch = self._pid_epoch
+                entry.producer_id_and_epoch = pid_epoch
                 entry.next_sequence = 0
                 entry.last_acked_sequence = -1
-            pid, epoch = self._pid_epoch
             seq = entry.next_sequence
-            batch.set_producer_state(pid, epoch, seq, self.transactional_id is not None)
+            batch.set_producer_state(
+                pid_epoch[0], pid_epoch[1], seq, self.transactional_id is not None
+            )
             entry.next_sequence = (seq + batch.record_count) & 0x7FFFFFFF
-            self._add_in_flight(entry, batch)
+            if in_flight and in_flight[-1].base_sequence >= seq:
+                self._add_in_flight(entry, batch)  # behind a batch put back: in order
+            else:
+                in_flight.append(batch)
 
     def next_batch_by_sequence(self, tp: TopicPartition) -> Any:
         with self._lock:
@@ -395,14 +405,33 @@ class TransactionManager:
 
     # ------------------------------------------------------------------ outcomes (Sender)
     def handle_completed_batch(self, batch: Any, base_offset: int) -> None:
+        self.handle_completed_batches([batch], [base_offset])
+
+    def handle_completed_batches(self, batches: List[Any], base_offsets: List[int]) -> None:
+        """Batches of one answer that the broker wrote, at ``base_offsets`` (-1: not known):
+        each partition's last acknowledged sequence and offset move past them, and they are
+        no longer in flight. One lock for the whole answer."""
         with self._lock:
-            entry = self._partitions.get(batch.topic_partition)
-            if entry is not None and batch.producer_id == entry.producer_id_and_epoch[0]:
-                entry.last_acked_sequence = max(entry.last_acked_sequence, _last_sequence(batch))
-                if base_offset >= 0:
-                    last = base_offset + int(batch.record_count) - 1
-                    entry.last_acked_offset = max(entry.last_acked_offset, last)
-            self._remove_in_flight(batch)
+            partitions = self._partitions
+            for batch, base_offset in zip(batches, base_offsets):
+                entry = partitions.get(batch.topic_partition)
+                if entry is None:
+                    continue
+                if batch.producer_id == entry.producer_id_and_epoch[0]:
+                    count = batch.record_count
+                    last = batch.base_sequence + count - 1
+                    if last > entry.last_acked_sequence:
+                        entry.last_acked_sequence = last
+                    if base_offset >= 0 and base_offset + count - 1 > entry.last_acked_offset:
+                        entry.last_acked_offset = base_offset + count - 1
+                in_flight = entry.in_flight
+                if in_flight and in_flight[0] is batch:
+                    del in_flight[0]  # answers come in sequence order: the usual case
+                else:
+                    try:
+                        in_flight.remove(batch)
+                    except ValueError:
+                        pass
 
     def handle_failed_batch(self, batch: Any, exc: BaseException, adjust_sequences: bool) -> None:
         """A batch completed with an error (it will not be retried)."""

@@ -1,0 +1,102 @@
+"""Sender: a Produce answer completes the batches the broker wrote and retries the others."""
+
+from __future__ import annotations
+
+from typing import Any, List
+
+from cproducer import errors
+from cproducer.cluster import TopicPartition
+from cproducer.network.network_client import ClientResponse
+from cproducer.producer.internals.producer_batch import ProducerBatch
+from cproducer.producer.internals.sender import Sender
+from cproducer.producer.internals.transaction_manager import TransactionManager
+from cproducer.protocol.produce import PartitionProduceResponse, ProduceResponse
+from cproducer.record.record_batch_builder import RecordBatchBuilder
+from cproducer.utils.time import ManualClock
+
+A, B, C = TopicPartition("t", 0), TopicPartition("t", 1), TopicPartition("t", 2)
+
+
+class FakeAccumulator:
+    def __init__(self) -> None:
+        self.deallocated: List[Any] = []
+        self.reenqueued: List[Any] = []
+
+    def deallocate(self, batch: Any) -> None:
+        self.deallocated.append(batch)
+
+    def reenqueue(self, batch: Any, now: int) -> None:
+        self.reenqueued.append(batch)
+
+    def unmute_partition(self, tp: Any) -> None:
+        pass
+
+
+class FakeMetadata:
+    def __init__(self) -> None:
+        self.update_requests = 0
+
+    def request_update(self) -> None:
+        self.update_requests += 1
+
+
+NOW = ManualClock().milliseconds()
+
+
+def sent_batch(tp: TopicPartition, tm: TransactionManager, records: int) -> Any:
+    b = ProducerBatch(tp, RecordBatchBuilder(bytearray(1024), 0, 1024), NOW)
+    futures = [b.try_append(NOW, None, b"v%d" % i, None, None, NOW) for i in range(records)]
+    assert None not in futures
+    tm.sequence_batch(b)
+    b.close()
+    return b, futures
+
+
+def answer(parts: dict) -> ClientResponse:
+    return ClientResponse(None, 1, 0, ProduceResponse(parts))  # type: ignore[arg-type]
+
+
+def test_one_answer_completes_the_written_batches_and_retries_the_refused_one() -> None:
+    acc, md = FakeAccumulator(), FakeMetadata()
+    tm = TransactionManager()
+    tm.set_producer_id_and_epoch(7, 0)
+    s = Sender(
+        None,  # type: ignore[arg-type]
+        md,  # type: ignore[arg-type]
+        acc,  # type: ignore[arg-type]
+        guarantee_message_order=False,
+        max_request_size=1 << 20,
+        acks=-1,
+        retries=3,
+        request_timeout_ms=100,
+        delivery_timeout_ms=100_000,
+        transaction_manager=tm,
+        clock=ManualClock(),
+    )
+    (a, fa), (b, _), (c, fc) = sent_batch(A, tm, 2), sent_batch(B, tm, 1), sent_batch(C, tm, 3)
+    s.in_flight_batches = {A: [a], B: [b], C: [c]}
+    not_leader = errors.NotLeaderOrFollowerError.errno
+    s._handle_produce_response(
+        answer(
+            {
+                ("t", 0): PartitionProduceResponse(0, 100, -1),
+                ("t", 1): PartitionProduceResponse(not_leader, -1, -1),
+                ("t", 2): PartitionProduceResponse(0, 200, 5555),
+            }
+        ),
+        {A: a, B: b, C: c},
+        0,
+    )
+    assert [f.get(0).offset for f in fa] == [100, 101]
+    assert [(f.get(0).offset, f.get(0).timestamp) for f in fc] == [
+        (200, 5555),
+        (201, 5555),
+        (202, 5555),
+    ]  # the broker's log append time
+    assert acc.deallocated == [a, c]  # in the answer's order; b's memory stays with it
+    assert acc.reenqueued == [b] and not b.is_done
+    assert md.update_requests == 1  # a moved leader: new metadata
+    assert s.in_flight_batches == {}  # b leaves too: it goes back to its queue
+    # the transaction manager: a and c acknowledged, b still in flight for its retry
+    assert not tm.has_in_flight_batches(A) and not tm.has_in_flight_batches(C)
+    assert tm.next_batch_by_sequence(B) is b
