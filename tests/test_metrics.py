@@ -117,6 +117,50 @@ def test_nothing_recorded_reads_nan_averages_and_zero_rates() -> None:
     assert stat.rate(5) == 0.0 and stat.total == 0.0 and stat.count == 0
 
 
+def test_a_record_standing_for_several_events_keeps_their_largest() -> None:
+    stat = SampledStat(MetricConfig(2, 1000))
+    stat.record(10, 0, 3, 6)  # 3 events adding up to 10, the largest 6
+    stat.record(2, 10, events=1)
+    assert stat.avg(10) == pytest.approx(12 / 4) and stat.max(10) == 6.0
+    assert stat.count_rate(10) == pytest.approx(4 / 1.01)  # 10 ms + one whole window
+    assert (stat.total, stat.count) == (12.0, 4)
+    assert isinstance(stat.total, float) and isinstance(stat.count, int)
+
+
+def test_a_value_without_events_counts_in_sums_not_in_averages_or_maxima() -> None:
+    stat = SampledStat(MetricConfig(2, 1000))
+    stat.record(5, 0, events=0)
+    assert math.isnan(stat.avg(0)) and math.isnan(stat.max(0))  # no event: nothing to average
+    assert stat.rate(0) == pytest.approx(5 / 1.0) and stat.count_rate(0) == 0.0
+    assert (stat.total, stat.count) == (5.0, 0)
+
+
+def test_only_the_last_samples_minus_one_finished_windows_are_kept() -> None:
+    stat = SampledStat(MetricConfig(3, 100))
+    for i, at in enumerate((0, 100, 200, 300)):
+        stat.record(i + 1, at)
+    assert stat._start == 300
+    assert stat._done == [(100, 1, 2.0, 2.0), (200, 1, 3.0, 3.0)]
+    assert stat.avg(300) == 3.0 and stat.max(300) == 4.0
+    assert stat.rate(300) == pytest.approx(9 / 0.2)  # 200 ms spanned: the 2 windows minimum
+    # one sample: no finished windows at all
+    one = SampledStat(MetricConfig(1, 100))
+    one.record(1, 0)
+    one.record(2, 150)
+    assert one._done is None and one.avg(150) == 2.0 and one.total == 3.0
+
+
+def test_a_reading_a_few_ms_before_the_current_sample_began() -> None:
+    """metrics() reads its clock, then the I/O thread records at a later ms before the reading
+    takes the lock: the span since the oldest live sample is negative. -10 ms floors to -1
+    whole window, so two windows are added (Java's division truncates to 0 and adds one)."""
+    stat = SampledStat(MetricConfig(2, 1000))
+    stat.record(10, 0)
+    stat.record(20, 5000)  # a new window; the first one is 2 x 1000 ms old at 4990
+    assert stat.rate(4990) == pytest.approx(20 / 1.99)
+    assert stat.avg(4990) == 20.0 and stat.max(4990) == 20.0
+
+
 @pytest.mark.parametrize(
     "kwargs, message",
     [
