@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import logging
 import selectors
 import socket
@@ -17,7 +18,7 @@ from cproducer import errors
 from cproducer.cluster import Node
 from cproducer.network.network_client import ClientRequest, ConnectionState, NetworkClient
 from cproducer.network.selector_wakeup import SelectorWakeup
-from cproducer.protocol import MetadataRequest, Writer
+from cproducer.protocol import MetadataRequest, ProduceRequest, Writer
 from cproducer.utils.time import ManualClock
 
 
@@ -379,6 +380,70 @@ def test_an_idle_connection_is_closed_after_connections_max_idle_ms() -> None:
         client.poll(0, client.time_ms())
         assert client.connection_state(node.id) is ConnectionState.DISCONNECTED
         assert client.connection_delay(node, client.time_ms()) > 0  # reconnects when asked
+    finally:
+        client.close()
+        srv.close()
+
+
+def test_a_request_the_socket_cannot_take_at_once_goes_out_whole_and_in_order() -> None:
+    # a reader that waits, then frames larger than the socket buffers: each is written in
+    # several pieces (the send queue keeps what is left of each part, writability resumes it)
+    frames: List[bytes] = []
+    release = threading.Event()
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+
+    def serve() -> None:
+        conn, _ = srv.accept()
+        with conn:
+            while True:
+                head = conn.recv(4, socket.MSG_WAITALL)
+                if len(head) < 4:
+                    return
+                frame = conn.recv(struct.unpack(">i", head)[0], socket.MSG_WAITALL)
+                api_key, _ver, cid = struct.unpack(">hhi", frame[:8])
+                if api_key == 18:
+                    body = struct.pack(">i", cid) + api_versions_body()
+                    conn.sendall(struct.pack(">i", len(body)) + body)
+                    release.wait(10)  # then read nothing until both requests are queued
+                    continue
+                frames.append(frame)
+
+    threading.Thread(target=serve, daemon=True).start()
+    node = Node(1, "127.0.0.1", srv.getsockname()[1])
+    client = NetworkClient("t", send_buffer_bytes=65536)
+    payloads = [bytes([i]) * 700_000 + os.urandom(300_000) for i in range(4)]
+    try:
+        connect(client, node)
+        requests = [
+            ClientRequest(
+                node.id,
+                ProduceRequest(
+                    1,
+                    1000,
+                    {"t": [(0, memoryview(payloads[2 * k])), (1, memoryview(payloads[2 * k + 1]))]},
+                ),
+                3,
+                expect_response=False,
+            )
+            for k in range(2)
+        ]
+        for r in requests:
+            client.send(r, client.time_ms())
+        assert requests[0].unsent > 0  # the first write did not take the whole frame
+        release.set()
+        deadline = time.monotonic() + 10
+        while len(frames) < 2 and time.monotonic() < deadline:
+            client.poll(20, client.time_ms())
+        assert len(frames) == 2
+        for k, frame in enumerate(frames):
+            first, second = payloads[2 * k], payloads[2 * k + 1]
+            at = frame.find(first)
+            assert at > 0 and frame.find(second, at + len(first)) > at  # whole, in order
+            assert len(frame) + 4 == requests[k].size_bytes
+            assert struct.unpack(">i", frame[4:8])[0] == requests[k].correlation_id
+        assert all(r.unsent == 0 for r in requests)
     finally:
         client.close()
         srv.close()

@@ -59,7 +59,7 @@ from cproducer.protocol import (
     choose_version,
     decode_response,
     decode_response_header,
-    encode_request,
+    encode_frame,
     is_flexible,
 )
 from cproducer.protocol.broker_versions import cap, caps_for
@@ -153,6 +153,7 @@ class ClientRequest:
     correlation_id: int = -1
     internal: bool = False
     size_bytes: int = 0  # the encoded frame's length, size prefix included (metrics)
+    unsent: int = -1  # bytes of the frame not yet written (-1: none written so far)
 
 
 @dataclass(eq=False)
@@ -459,13 +460,13 @@ class NetworkClient:
         request.correlation_id = self._next_correlation_id()
         if isinstance(request.request, SaslRawToken):  # after a v0 SaslHandshake: no header
             token = request.request.auth_bytes
-            parts: List[Any] = [_SIZE.pack(len(token)) + token]
+            frame = memoryview(_SIZE.pack(len(token)) + token)
+            views, request.size_bytes = [frame], frame.nbytes
         else:
-            parts = encode_request(
+            # the parts come as the byte memoryviews the send loop slices, their size counted
+            views, request.size_bytes = encode_frame(
                 request.request, request.api_version, request.correlation_id, self.client_id
             )
-        views = [memoryview(p).cast("B") for p in parts]
-        request.size_bytes = sum(v.nbytes for v in views)
         conn.send_queue.append((views, request))
         if request.expect_response:
             conn.in_flight.append(request)
@@ -505,16 +506,21 @@ class NetworkClient:
                 self._disconnect(conn, now_ms, f"send failed: {exc}", errors.NetworkError(str(exc)))
                 return
             conn.last_activity_ms = now_ms
-            while sent > 0 and views:
-                n = views[0].nbytes
-                if sent >= n:
-                    sent -= n
-                    views.pop(0)
-                else:
-                    views[0] = views[0][sent:]
-                    sent = 0
-            if views:
-                break  # the socket is full: wait for writability
+            unsent = request.size_bytes if request.unsent < 0 else request.unsent
+            if sent < unsent:
+                # the socket is full (or the frame has more parts than one call takes): what
+                # went out leaves the views, the rest waits for writability
+                request.unsent = unsent - sent
+                while sent > 0:
+                    n = views[0].nbytes
+                    if sent >= n:
+                        sent -= n
+                        views.pop(0)
+                    else:
+                        views[0] = views[0][sent:]
+                        sent = 0
+                break
+            request.unsent = 0
             conn.send_queue.popleft()
             self.metrics.request_sent(conn.node_id, request.size_bytes, now_ms)
             if not request.expect_response:
