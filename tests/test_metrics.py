@@ -22,7 +22,7 @@ from cproducer.config import ProducerConfig
 from cproducer.errors import BufferExhaustedError, ConfigError
 from cproducer.network.network_metrics import NetworkMetrics
 from cproducer.producer.internals.buffer_pool import BufferPool
-from cproducer.producer.internals.producer_batch import ProducerBatch
+from cproducer.producer.internals.producer_batch import ProducerBatch, produce_request_stats
 from cproducer.producer.internals.sender_metrics import SenderMetrics
 from cproducer.record.record_batch_builder import RecordBatchBuilder
 from cproducer.utils.sampled_stat import DEBUG, INFO, TRACE, MetricConfig, SampledStat
@@ -308,6 +308,94 @@ def test_a_compressed_batch_reports_its_ratio() -> None:
     m.producer_metrics(0, out)
     assert 0 < out["compression-rate-avg"] < 0.2
     assert m.topic_metrics(0)["c"]["compression-rate"] == out["compression-rate-avg"]
+
+
+def _codec_batch(topic: str, codec: int, n: int, created_ms: int, close: bool) -> ProducerBatch:
+    b = ProducerBatch(
+        TopicPartition(topic, 0), RecordBatchBuilder(bytearray(1 << 16), codec, 1 << 16), created_ms
+    )
+    for i in range(n):
+        value = b"the same words again " * (1 + i % 5)
+        assert b.try_append(created_ms, None, value, None, None, created_ms) is not None
+    if close:
+        b.close()
+    return b
+
+
+def test_a_requests_batches_are_summed_as_their_properties_read() -> None:
+    """produce_request_stats reads the batches' fields in C: its sums and maxima are the ones
+    the batches' Python properties give (closed, compressed, still open with an estimated size,
+    drained before their creation time), per topic in the order of its first batch."""
+    a1 = _codec_batch("a", 0, 7, 100, close=True)
+    b1 = _codec_batch("b", 1, 200, 90, close=True)  # gzip
+    a2 = _codec_batch("a", 3, 50, 120, close=False)  # lz4, open: its size is estimated
+    c1 = _codec_batch("c", 4, 30, 100, close=True)  # zstd
+    a3 = _codec_batch("a", 0, 1, 500, close=True)
+    for b, at in ((a1, 130), (b1, 140), (a2, 130), (c1, 100), (a3, 450)):  # a3: clock went back
+        b.drained(at)
+    batches = [a1, b1, a2, c1, a3]
+    sizes = [b.estimated_size_in_bytes for b in batches]
+    ratios = [b.builder.compression_ratio for b in batches]
+    assert sizes[2] > 0 and ratios[2] == 1.0 and 0 < ratios[1] < 0.2 and ratios[0] == 1.0
+    queues = [30, 50, 10, 0, 0]
+    biggest = [b.max_record_size for b in batches]
+    records = [7, 200, 50, 30, 1]
+    assert [b.record_count for b in batches] == records
+    ratio_sum = 0.0
+    for r in ratios:
+        ratio_sum += r  # in the batches' order, as SampledStat sums them
+    stats = produce_request_stats(batches)
+    assert stats[:8] == (
+        sum(records),
+        sum(sizes),
+        max(sizes),
+        sum(queues),
+        max(queues),
+        sum(biggest),
+        max(biggest),
+        ratio_sum,
+    )
+    per_topic = stats[8]
+    assert list(per_topic) == ["a", "b", "c"]
+    assert per_topic["a"] == (58, sizes[0] + sizes[2] + sizes[4], ratios[0] + ratios[2] + 1.0, 3)
+    assert per_topic["b"] == (200, sizes[1], ratios[1], 1)
+    assert per_topic["c"] == (30, sizes[3], ratios[3], 1)
+    # equal topic strings that are different objects are one topic
+    t1, t2 = (
+        _codec_batch("topic-x", 0, 1, 0, True),
+        _codec_batch("".join(["topic-", "x"]), 0, 2, 0, True),
+    )
+    assert t1.topic is not t2.topic
+    assert produce_request_stats([t1, t2])[8] == {
+        "topic-x": (3, t1.estimated_size_in_bytes + t2.estimated_size_in_bytes, 2.0, 2)
+    }
+    assert produce_request_stats([]) == (0, 0, 0, 0, 0, 0, 0, 0.0, {})
+    with pytest.raises(TypeError):
+        produce_request_stats([a1, object()])
+
+
+def test_an_answered_request_records_its_latency_and_throttle_time_in_one_call() -> None:
+    one, two = SenderMetrics(MetricConfig(2, 1000)), SenderMetrics(MetricConfig(2, 1000))
+    for node, latency, throttle, now in ((1, 12, 0, 100), (2, 30, 250, 900), (1, 4, 5, 1500)):
+        one.record_produce_response(node, latency, throttle, now)
+        two.record_latency(node, latency, now)
+        two.record_produce_throttle(throttle, now)
+    out_one: dict = {}
+    out_two: dict = {}
+    one.producer_metrics(1600, out_one)
+    two.producer_metrics(1600, out_two)
+    names = [n for n in out_one if n.startswith(("request-latency", "produce-throttle"))]
+    assert [out_one[n] for n in names] == [out_two[n] for n in names]
+    assert out_one["request-latency-avg"] == pytest.approx((12 + 30 + 4) / 3)
+    assert out_one["produce-throttle-time-max"] == 250.0
+    assert (
+        one.node_latencies(1600)
+        == two.node_latencies(1600)
+        == {
+            1: {"request-latency-avg": 8.0, "request-latency-max": 12.0},
+            2: {"request-latency-avg": 30.0, "request-latency-max": 30.0},
+        }
+    )
 
 
 class _Pool:

@@ -39,6 +39,10 @@ class NetworkMetrics:
         self._closed = SampledStat(config)
         self._io = SampledStat(config)  # network operations: requests written + responses read
         self._all = _NodeStats(config)
+        # the producer-wide stats the per-request calls record into, one attribute away
+        self._sent = self._all.sent
+        self._received = self._all.received
+        self._throttle = self._all.throttle
         self._nodes: Dict[int, _NodeStats] = {}
         #: the poll loop's time is measured (metrics.recording.level DEBUG or TRACE)
         self.record_io_time = config.should_record(DEBUG)
@@ -62,7 +66,7 @@ class NetworkMetrics:
 
     def request_sent(self, node_id: int, nbytes: int, now_ms: int) -> None:
         with self._lock:
-            self._all.sent.record(nbytes, now_ms)
+            self._sent.record(nbytes, now_ms)
             node = self._nodes.get(node_id)
             if node is not None:
                 node.sent.record(nbytes, now_ms)
@@ -70,7 +74,7 @@ class NetworkMetrics:
 
     def response_received(self, node_id: int, nbytes: int, now_ms: int) -> None:
         with self._lock:
-            self._all.received.record(nbytes, now_ms)
+            self._received.record(nbytes, now_ms)
             node = self._nodes.get(node_id)
             if node is not None:
                 node.received.record(nbytes, now_ms)
@@ -79,7 +83,7 @@ class NetworkMetrics:
     def throttle_time(self, node_id: int, throttle_ms: int, now_ms: int) -> None:
         """A decoded response's ``throttle_time_ms``."""
         with self._lock:
-            self._all.throttle.record(throttle_ms, now_ms)
+            self._throttle.record(throttle_ms, now_ms)
             node = self._nodes.get(node_id)
             if node is not None:
                 node.throttle.record(throttle_ms, now_ms)

@@ -95,3 +95,7 @@ class ProducerBatch:
     def add_completion_callback(
         self, future: FutureRecordMetadata, fn: Callable[[Any, Optional[BaseException]], None]
     ) -> None: ...
+
+def produce_request_stats(
+    batches: List[ProducerBatch],
+) -> Tuple[int, int, int, int, int, int, int, float, Dict[str, Tuple[int, int, float, int]]]: ...

@@ -38,6 +38,7 @@ from typing import Any, Dict, List, Optional
 
 from cproducer.network.network_metrics import NetworkMetrics
 from cproducer.producer.internals.kafka_producer_metrics import KafkaProducerMetrics
+from cproducer.producer.internals.producer_batch import produce_request_stats
 from cproducer.utils.sampled_stat import NAN, MetricConfig, SampledStat
 
 PRODUCER_GROUP = "producer-metrics"
@@ -92,40 +93,21 @@ class SenderMetrics:
     # ------------------------------------------------------------------ recording (I/O thread)
     def update_produce_request_metrics(self, batches: List[Any], now_ms: int) -> None:
         """One Produce request's batches (Java's updateProduceRequestMetrics, per node)."""
-        records = 0
-        size_sum = size_max = 0
-        queue_sum = queue_max = 0
-        biggest_sum = biggest_max = 0
-        ratio_sum = 0.0
-        per_topic: Dict[str, List[Any]] = {}
-        for batch in batches:
-            n = batch.record_count
-            size = batch.estimated_size_in_bytes
-            ratio = batch.builder.compression_ratio
-            queue = max(0, batch.drained_ms - batch.created_ms)
-            biggest = batch.max_record_size
-            records += n
-            size_sum += size
-            queue_sum += queue
-            biggest_sum += biggest
-            ratio_sum += ratio
-            if size > size_max:
-                size_max = size
-            if queue > queue_max:
-                queue_max = queue
-            if biggest > biggest_max:
-                biggest_max = biggest
-            t = per_topic.get(batch.topic)
-            if t is None:
-                per_topic[batch.topic] = [n, size, ratio, 1]
-            else:
-                t[0] += n
-                t[1] += size
-                t[2] += ratio
-                t[3] += 1
         count = len(batches)
         if not count:
             return
+        # the per-batch sums and maxima in C (one call, not seven property reads per batch)
+        (
+            records,
+            size_sum,
+            size_max,
+            queue_sum,
+            queue_max,
+            biggest_sum,
+            biggest_max,
+            ratio_sum,
+            per_topic,
+        ) = produce_request_stats(batches)
         with self._lock:
             self.requests_sent += 1
             self.batches_sent += count
@@ -143,6 +125,19 @@ class SenderMetrics:
                 ts.records.record(n, now_ms, batches_of_topic)
                 ts.bytes.record(size, now_ms, batches_of_topic)
                 ts.compression.record(ratio, now_ms, batches_of_topic)
+
+    def record_produce_response(
+        self, node_id: int, latency_ms: int, throttle_ms: int, now_ms: int
+    ) -> None:
+        """An answered Produce request: ``record_latency`` and ``record_produce_throttle`` in
+        one lock section."""
+        with self._lock:
+            self._latency.record(latency_ms, now_ms)
+            node = self._node_latency.get(node_id)
+            if node is None:
+                node = self._node_latency[node_id] = SampledStat(self.config)
+            node.record(latency_ms, now_ms)
+            self._produce_throttle.record(throttle_ms, now_ms)
 
     def record_latency(self, node_id: int, latency_ms: int, now_ms: int) -> None:
         with self._lock:
