@@ -412,8 +412,9 @@ class Sender:
                 self._complete_batch(batch, -1, -1)
             return
         # Java's: the latency and throttle time of the Produce requests that were answered
-        self.metrics.record_latency(response.destination, now - sent_ms, now)
-        self.metrics.record_produce_throttle(body.throttle_time_ms, now)
+        self.metrics.record_produce_response(
+            response.destination, now - sent_ms, body.throttle_time_ms, now
+        )
         new_leaders: Dict[TopicPartition, Any] = {}
         responses = body.responses
         # the batches the broker wrote, completed together after the loop

@@ -129,26 +129,14 @@ class SenderMetrics:
     def record_produce_response(
         self, node_id: int, latency_ms: int, throttle_ms: int, now_ms: int
     ) -> None:
-        """An answered Produce request: ``record_latency`` and ``record_produce_throttle`` in
-        one lock section."""
+        """An answered Produce request: its latency (producer-wide and per node) and the
+        throttle time the broker asked for, in one lock section."""
         with self._lock:
             self._latency.record(latency_ms, now_ms)
             node = self._node_latency.get(node_id)
             if node is None:
                 node = self._node_latency[node_id] = SampledStat(self.config)
             node.record(latency_ms, now_ms)
-            self._produce_throttle.record(throttle_ms, now_ms)
-
-    def record_latency(self, node_id: int, latency_ms: int, now_ms: int) -> None:
-        with self._lock:
-            self._latency.record(latency_ms, now_ms)
-            node = self._node_latency.get(node_id)
-            if node is None:
-                node = self._node_latency[node_id] = SampledStat(self.config)
-            node.record(latency_ms, now_ms)
-
-    def record_produce_throttle(self, throttle_ms: int, now_ms: int) -> None:
-        with self._lock:
             self._produce_throttle.record(throttle_ms, now_ms)
 
     def record_retries(self, topic: str, count: int, now_ms: int) -> None:
