@@ -2,7 +2,7 @@
 
 Each request class knows its API key, the versions we speak, the first flexible version, how to
 encode its body (a list of parts: record batches stay separate buffers) and how to decode its
-response body. ``encode_request`` adds the size prefix and the request header;
+response body. ``encode_request`` / ``encode_frame`` add the size prefix and the request header;
 ``decode_response_header`` strips the response header.
 """
 
@@ -49,6 +49,7 @@ from cproducer.protocol.txn_offsets import (
     TxnOffsetCommitRequest,
     TxnOffsetCommitResponse,
 )
+from cproducer.protocol.writer import request_frame
 
 __all__ = [
     "AddOffsetsToTxnRequest",
@@ -87,10 +88,9 @@ __all__ = [
     "Writer",
     "choose_version",
     "decode_response_header",
+    "encode_frame",
     "encode_request",
 ]
-
-_SIZE = struct.Struct(">i")
 
 
 def is_flexible(request_cls: Any, version: int) -> bool:
@@ -99,19 +99,27 @@ def is_flexible(request_cls: Any, version: int) -> bool:
 
 def encode_request(
     request: Any, version: int, correlation_id: int, client_id: Optional[str]
-) -> List[Any]:
-    """The whole frame as parts: [size + header (+ first body part), body parts...]."""
+) -> List[memoryview]:
+    """The whole frame as parts: [size + header + first body part, body parts...], each a 1-D
+    byte memoryview (see ``encode_frame``)."""
+    return encode_frame(request, version, correlation_id, client_id)[0]
+
+
+def encode_frame(
+    request: Any, version: int, correlation_id: int, client_id: Optional[str]
+) -> Tuple[List[memoryview], int]:
+    """``(parts, size)``: the frame as ``encode_request`` gives it and its length in bytes, size
+    prefix included. The parts are the gather write's buffers as they are (a record batch is
+    its own memoryview), and the size is counted in C as they are made: the I/O thread runs no
+    Python per part (``request_frame``)."""
     header = request_header(
-        request.API_KEY, version, correlation_id, client_id, is_flexible(type(request), version)
+        request.API_KEY,
+        version,
+        correlation_id,
+        client_id,
+        version >= request.FIRST_FLEXIBLE_VERSION,  # is_flexible, without the call
     )
-    body = request.encode_body(version)
-    size = len(header.buf) + sum(memoryview(p).nbytes for p in body)
-    first = bytearray(_SIZE.pack(size))
-    first += header.buf
-    if body:
-        first += body[0]
-        return [first, *body[1:]]
-    return [first]
+    return request_frame(header, request.encode_body(version))
 
 
 def decode_response_header(api_key: int, flexible: bool, frame: memoryview) -> Tuple[int, Any]:
