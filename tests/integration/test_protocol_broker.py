@@ -362,3 +362,36 @@ def test_corrupted_real_responses_decode_or_raise_corrupt_response(
             except CorruptResponseError:
                 failures += 1
     assert failures > 0  # the flips did hit length fields; nothing else than CorruptResponseError
+
+
+@pytest.mark.parametrize(
+    "api_version, idempotence", [((0, 11, 0), False), ((2, 5, 0), True), ((2, 8, 0), True)]
+)
+def test_a_producer_capped_to_an_older_produce_version_keeps_sending(
+    broker: LocalBroker,
+    new_topic: Callable[..., str],
+    api_version: Tuple[int, int, int],
+    idempotence: bool,
+) -> None:
+    """Produce v3 (0.11), v8 (2.5) and v9 (2.8, the first flexible one): many requests in a
+    row all go out and are acknowledged; librdkafka reads every record back. (A non-flexible
+    frame used to end with an empty part, which kept the first request at the head of the
+    send queue: nothing after it was written.)"""
+    from cproducer import KafkaProducer
+
+    topic = new_topic(3)
+    p = KafkaProducer(
+        bootstrap_servers=broker.bootstrap_servers,
+        api_version=api_version,
+        enable_idempotence=idempotence,
+        linger_ms=1,
+    )
+    try:
+        futures = [p.send(topic, b"v%d" % i, key=b"%d" % i) for i in range(3000)]
+        p.flush(30)
+        offsets = [f.get(0).offset for f in futures]
+    finally:
+        p.close(5)
+    assert len(offsets) == 3000
+    got = read_back(broker.bootstrap_servers, topic, 3, 3000)
+    assert sorted(r.value for r in got) == sorted(b"v%d" % i for i in range(3000))
