@@ -27,6 +27,7 @@ WITHOUT_GIL = {
     "cproducer/utils/fast_lock.pyx",  # the native mutex itself
     "cproducer/compat/confluent/partitioners.pyx",  # stateless (its table is built at import)
     "cproducer/protocol/reader.pyx",  # no shared state: a Reader is used by one thread
+    "cproducer/protocol/writer.pyx",  # no shared state: a Writer is filled by one thread
 }
 
 

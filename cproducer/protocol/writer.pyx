@@ -1,7 +1,6 @@
-# cython: freethreading_compatible=False
-# Free-threaded Python: declared False, as the network layer's modules are. A Writer is filled by
-# one thread and the module keeps no mutable state, so it could run without the GIL (declared
-# True and listed in tests/test_free_threading.py) once the I/O path does.
+# cython: freethreading_compatible=True
+# Free-threaded Python: safe without the GIL, as reader.pyx: a Writer is filled by one thread and
+# the module keeps no mutable state.
 """Writer: the growable buffer that Kafka protocol requests are encoded into, in C.
 
 Every request the I/O thread sends is written through one: a Produce request of six partitions is
