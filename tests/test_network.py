@@ -31,6 +31,21 @@ def api_versions_body() -> bytes:
     return w.getvalue()
 
 
+def read_frame(conn: socket.socket) -> Optional[Tuple[int, int, bytes]]:
+    """(api key, correlation id, frame) of the next request; None once the peer closed."""
+    head = conn.recv(4, socket.MSG_WAITALL)
+    if len(head) < 4:
+        return None
+    frame = conn.recv(struct.unpack(">i", head)[0], socket.MSG_WAITALL)
+    api_key, _ver, cid = struct.unpack(">hhi", frame[:8])
+    return api_key, cid, frame
+
+
+def answer_api_versions(conn: socket.socket, cid: int) -> None:
+    body = struct.pack(">i", cid) + api_versions_body()
+    conn.sendall(struct.pack(">i", len(body)) + body)
+
+
 class ScriptedBroker:
     """Answers ApiVersions properly, then misbehaves on every other request per ``mode``."""
 
@@ -56,14 +71,12 @@ class ScriptedBroker:
     def handle(self, conn: socket.socket) -> None:
         try:
             while not self.stop.is_set():
-                head = conn.recv(4, socket.MSG_WAITALL)
-                if len(head) < 4:
+                got = read_frame(conn)
+                if got is None:
                     return
-                frame = conn.recv(struct.unpack(">i", head)[0], socket.MSG_WAITALL)
-                api_key, _ver, cid = struct.unpack(">hhi", frame[:8])
+                api_key, cid, _frame = got
                 if api_key == 18:
-                    body = struct.pack(">i", cid) + api_versions_body()
-                    conn.sendall(struct.pack(">i", len(body)) + body)
+                    answer_api_versions(conn, cid)
                 elif self.mode == "silent":
                     continue
                 elif self.mode == "bad_length":
@@ -398,14 +411,12 @@ def test_a_request_the_socket_cannot_take_at_once_goes_out_whole_and_in_order() 
         conn, _ = srv.accept()
         with conn:
             while True:
-                head = conn.recv(4, socket.MSG_WAITALL)
-                if len(head) < 4:
+                got = read_frame(conn)
+                if got is None:
                     return
-                frame = conn.recv(struct.unpack(">i", head)[0], socket.MSG_WAITALL)
-                api_key, _ver, cid = struct.unpack(">hhi", frame[:8])
+                api_key, cid, frame = got
                 if api_key == 18:
-                    body = struct.pack(">i", cid) + api_versions_body()
-                    conn.sendall(struct.pack(">i", len(body)) + body)
+                    answer_api_versions(conn, cid)
                     release.wait(10)  # then read nothing until both requests are queued
                     continue
                 frames.append(frame)

@@ -29,7 +29,11 @@ from cproducer.producer.internals.sender_interfaces import (
     Transactions,
 )
 from cproducer.producer.internals.sender_metrics import SenderMetrics
-from cproducer.producer.internals.transaction_manager import ABORTABLE_ERROR, ABORTING_TRANSACTION
+from cproducer.producer.internals.transaction_manager import (
+    ABORTABLE_ERROR,
+    ABORTING_TRANSACTION,
+    remove_batch,
+)
 from cproducer.producer.internals.txn_request_handlers import TxnRequestHandler
 from cproducer.protocol import ProduceRequest
 from cproducer.utils.time import SYSTEM_CLOCK, Clock
@@ -339,13 +343,7 @@ class Sender:
     def _remove_in_flight(self, batch: Any) -> None:
         batches = self.in_flight_batches.get(batch.topic_partition)
         if batches is not None:
-            if batches and batches[0] is batch:
-                del batches[0]  # answers come in send order: the usual case
-            else:
-                try:
-                    batches.remove(batch)
-                except ValueError:
-                    pass
+            remove_batch(batches, batch)
             if not batches:
                 del self.in_flight_batches[batch.topic_partition]
 

@@ -167,6 +167,18 @@ class _PartitionEntry:
         self.last_acked_offset = -1
 
 
+def remove_batch(batches: List[Any], batch: Any) -> None:
+    """Take ``batch`` out of a partition's in-flight list, if there. Answers come in send (and
+    sequence) order, so it is nearly always the first."""
+    if batches and batches[0] is batch:
+        del batches[0]
+    else:
+        try:
+            batches.remove(batch)
+        except ValueError:
+            pass
+
+
 class TransactionManager:
     """Idempotent-producer state. Thread-safe: the Sender thread and appending threads share it."""
 
@@ -387,10 +399,7 @@ class TransactionManager:
     def _remove_in_flight(self, batch: Any) -> None:
         entry = self._partitions.get(batch.topic_partition)
         if entry is not None:
-            try:
-                entry.in_flight.remove(batch)
-            except ValueError:
-                pass
+            remove_batch(entry.in_flight, batch)
 
     def _start_sequences_at_beginning(self, tp: TopicPartition, entry: _PartitionEntry) -> None:
         """Renumber the batches still awaiting an answer/retry from 0 under the current id."""
@@ -424,14 +433,7 @@ class TransactionManager:
                         entry.last_acked_sequence = last
                     if base_offset >= 0 and base_offset + count - 1 > entry.last_acked_offset:
                         entry.last_acked_offset = base_offset + count - 1
-                in_flight = entry.in_flight
-                if in_flight and in_flight[0] is batch:
-                    del in_flight[0]  # answers come in sequence order: the usual case
-                else:
-                    try:
-                        in_flight.remove(batch)
-                    except ValueError:
-                        pass
+                remove_batch(entry.in_flight, batch)
 
     def handle_failed_batch(self, batch: Any, exc: BaseException, adjust_sequences: bool) -> None:
         """A batch completed with an error (it will not be retried)."""
