@@ -109,3 +109,16 @@ cdef class RecordBatchBuilder:
     cdef bint is_full_c(self) noexcept
     cpdef int try_append(self, long long timestamp, object key, object value,
                          object headers=*) except -2
+
+
+# The builder's estimated_size_in_bytes and compression_ratio, for the modules that read them in
+# C (the accumulator's drain, the Sender's per-request metrics); the properties return these.
+cdef inline Py_ssize_t estimated_size_of(RecordBatchBuilder b) noexcept:
+    return b._size if b._closed else b._estimated(b._pos - RECORDS_OFFSET)
+
+
+cdef inline double compression_ratio_of(RecordBatchBuilder b) noexcept:
+    # compressed / uncompressed size of the records section (1.0 before close)
+    if not b._closed or b._pos <= RECORDS_OFFSET:
+        return 1.0
+    return (b._size - RECORDS_OFFSET) / <double>(b._pos - RECORDS_OFFSET)

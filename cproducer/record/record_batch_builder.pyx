@@ -1060,7 +1060,7 @@ cdef class RecordBatchBuilder:
     def estimated_size_in_bytes(self):
         """Java's estimatedSizeInBytes: the final size once closed, else header + records
         written (x compression_ratio_estimate x 1.05 with a codec)."""
-        return self._size if self._closed else self._estimated(self._pos - RECORDS_OFFSET)
+        return estimated_size_of(self)
 
     @property
     def uncompressed_size(self):
@@ -1070,9 +1070,7 @@ cdef class RecordBatchBuilder:
     @property
     def compression_ratio(self):
         """Compressed / uncompressed size of the records section (1.0 before close)."""
-        if not self._closed or self._pos <= RECORDS_OFFSET:
-            return 1.0
-        return (self._size - RECORDS_OFFSET) / <double>(self._pos - RECORDS_OFFSET)
+        return compression_ratio_of(self)
 
     @property
     def write_limit(self):

@@ -14,7 +14,8 @@ and send_many segment follow it.
 
 import logging
 
-from cpython.mem cimport PyMem_Free, PyMem_Realloc
+from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
+from cpython.ref cimport PyObject
 from libc.string cimport memmove
 
 from cproducer.producer.internals.produce_request_result cimport (
@@ -29,7 +30,11 @@ from cproducer.producer.internals.produce_request_result cimport (
     record_timestamp,
 )
 from cproducer.record.record_batch_reader cimport read_records
-from cproducer.record.record_batch_builder cimport RecordBatchBuilder
+from cproducer.record.record_batch_builder cimport (
+    RecordBatchBuilder,
+    compression_ratio_of,
+    estimated_size_of,
+)
 from cproducer.utils.fast_lock cimport FastLock
 
 from cproducer.errors import IllegalStateError, RecordTooLargeError
@@ -514,12 +519,6 @@ cdef void _run_hook(RecordCompletedFn completed, object fn, str topic, int parti
 # (SenderMetrics.update_produce_request_metrics): one Produce request's batches summed in C, so
 # the I/O thread does not run a Python loop reading seven properties of each batch
 
-from cpython.mem cimport PyMem_Malloc
-from cpython.ref cimport PyObject
-
-from cproducer.record.record_batch_builder cimport RECORDS_OFFSET
-
-
 cdef struct TopicSums:
     PyObject* topic  # borrowed from a batch of the request's list
     long long records
@@ -549,16 +548,8 @@ def produce_request_stats(list batches):
             batch = batches[i]
             builder = batch.builder
             count = builder._count
-            # the builder's estimated_size_in_bytes and compression_ratio, read in C
-            # (tests/test_metrics.py checks them against the properties)
-            if builder._closed:
-                size = builder._size
-            else:
-                size = builder._estimated(builder._pos - RECORDS_OFFSET)
-            if builder._closed and builder._pos > RECORDS_OFFSET:
-                ratio = (builder._size - RECORDS_OFFSET) / <double>(builder._pos - RECORDS_OFFSET)
-            else:
-                ratio = 1.0
+            size = estimated_size_of(builder)
+            ratio = compression_ratio_of(builder)
             queue = batch.drained_ms - batch.created_ms
             if queue < 0:
                 queue = 0

@@ -31,7 +31,11 @@ from cproducer.producer.internals.producer_batch cimport (STATE_IN_FLIGHT, Produ
                                                           close_for_record_appends)
 
 from cproducer.producer.internals.produce_request_result cimport ProduceRequestResult
-from cproducer.record.record_batch_builder cimport RECORDS_OFFSET, RecordBatchBuilder
+from cproducer.record.record_batch_builder cimport (
+    RECORDS_OFFSET,
+    RecordBatchBuilder,
+    estimated_size_of,
+)
 from cproducer.utils.fast_lock cimport FastLock
 from cproducer.utils.memory_budget cimport MemoryBudget
 
@@ -128,11 +132,6 @@ cdef class TopicInfo:
                 by_partition[partition] = dq
                 self._by_partition = by_partition
         return dq
-
-
-cdef inline Py_ssize_t _estimated_size(RecordBatchBuilder b) noexcept:
-    # the builder's estimated_size_in_bytes, at C level
-    return b._size if b._closed else b._estimated(b._pos - RECORDS_OFFSET)
 
 
 cdef bint leader_changed_since_sent(object cluster, ProducerBatch batch) except -1:
@@ -557,7 +556,7 @@ cdef class RecordAccumulator:
                             if not (head.attempts > 0
                                     and now - head.last_attempt_ms < head.backoff_ms
                                     and not leader_changed_since_sent(cluster, head)):
-                                if size + _estimated_size(head.builder) > max_size and ready:
+                                if size + estimated_size_of(head.builder) > max_size and ready:
                                     # a single batch larger than the request (compression
                                     # estimate) still goes, alone
                                     stop = True
