@@ -113,11 +113,7 @@ def encode_frame(
     its own memoryview), and the size is counted in C as they are made: the I/O thread runs no
     Python per part (``request_frame``)."""
     header = request_header(
-        request.API_KEY,
-        version,
-        correlation_id,
-        client_id,
-        version >= request.FIRST_FLEXIBLE_VERSION,  # is_flexible, without the call
+        request.API_KEY, version, correlation_id, client_id, is_flexible(type(request), version)
     )
     return request_frame(header, request.encode_body(version))
 

@@ -305,15 +305,19 @@ class TransactionManager:
 
     def is_send_to_partition_allowed(self, tp: TopicPartition) -> bool:
         with self._lock:
-            if self._fatal is not None or not self.has_producer_id() or self._reset_requested:
-                return False
-            if self.transactional_id is None or tp in self.partitions_in_transaction:
-                return True
-            if self.state in (IN_TRANSACTION, COMMITTING_TRANSACTION):
-                # the partition joins the transaction first (the Sender sends AddPartitionsToTxn)
-                if tp not in self.partitions_being_added:
-                    self.pending_partitions.add(tp)
+            return self._send_allowed(tp)
+
+    def _send_allowed(self, tp: TopicPartition) -> bool:
+        # is_send_to_partition_allowed, with the lock held
+        if self._fatal is not None or not self.has_producer_id() or self._reset_requested:
             return False
+        if self.transactional_id is None or tp in self.partitions_in_transaction:
+            return True
+        if self.state in (IN_TRANSACTION, COMMITTING_TRANSACTION):
+            # the partition joins the transaction first (the Sender sends AddPartitionsToTxn)
+            if tp not in self.partitions_being_added:
+                self.pending_partitions.add(tp)
+        return False
 
     def sequence_number(self, tp: TopicPartition) -> int:
         with self._lock:
@@ -341,13 +345,7 @@ class TransactionManager:
         is not (yet) in the transaction, there is no usable producer id, or that batch is a
         retried one and an earlier sequence of the partition is still in flight."""
         with self._lock:
-            # is_send_to_partition_allowed, its common outcomes inline
-            if self._fatal is not None or self._pid_epoch[0] == NO_PRODUCER_ID:
-                return True
-            if self._reset_requested:
-                return True
-            if self.transactional_id is not None and tp not in self.partitions_in_transaction:
-                self.is_send_to_partition_allowed(tp)  # False; it may queue the partition's add
+            if not self._send_allowed(tp):
                 return True
             if base_sequence == NO_SEQUENCE:
                 return False
@@ -362,13 +360,9 @@ class TransactionManager:
         partition's next sequence go into the batch, the sequence moves past its records and
         the batch is in flight, under one lock."""
         with self._lock:
-            tp = batch.topic_partition
             pid_epoch = self._pid_epoch
-            entry = self._partitions.get(tp)
-            if entry is None:
-                entry = self._partitions[tp] = _PartitionEntry(pid_epoch)
-            in_flight = entry.in_flight
-            if entry.producer_id_and_epoch != pid_epoch and not in_flight:
+            entry = self._entry(batch.topic_partition)
+            if entry.producer_id_and_epoch != pid_epoch and not entry.in_flight:
                 # Java's maybeUpdateProducerIdAndEpoch: nothing in flight under an older id,
                 # the partition starts again at sequence 0 under the current one
                 entry.producer_id_and_epoch = pid_epoch
@@ -379,10 +373,7 @@ class TransactionManager:
                 pid_epoch[0], pid_epoch[1], seq, self.transactional_id is not None
             )
             entry.next_sequence = (seq + batch.record_count) & 0x7FFFFFFF
-            if in_flight and in_flight[-1].base_sequence >= seq:
-                self._add_in_flight(entry, batch)  # behind a batch put back: in order
-            else:
-                in_flight.append(batch)
+            self._add_in_flight(entry, batch)
 
     def next_batch_by_sequence(self, tp: TopicPartition) -> Any:
         with self._lock:
