@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # One entry point that sets everything up on a fresh machine and runs a job.
 #   ./dev.sh perf [perf-test flags]   build, then run the perf test against an embedded local broker
-#   ./dev.sh test [pytest args]       build, then run the whole test suite
+#                                     (--broker kafka: against Apache Kafka, fetched from Maven Central)
+#   ./dev.sh test [pytest args]       build, fetch Apache Kafka's jars, then run the whole test suite
+#                                     (on Tansu and on Apache Kafka; -m "not kafka" / "not tansu"
+#                                     runs one broker only)
+#   ./dev.sh kafka-libs               only fetch Apache Kafka's jars (tests/java/pom.xml) into .cache
 #   ./dev.sh lint                     ruff check, ruff format --check, mypy, cython-lint
 #   ./dev.sh docs                     build the documentation site (warnings are errors) with the
 #                                     asv history, then open it in headless Chromium (docs/test_site.py)
@@ -48,6 +52,20 @@ setup() {
     echo "$inputs" > "$stamp"
 }
 
+# Apache Kafka's jars (the broker, its tools, Java's clients) from Maven Central, as tests/java/pom.xml
+# names them, into a git-ignored cache; fetched again only when the pom changes
+export CPRODUCER_KAFKA_LIBS=${CPRODUCER_KAFKA_LIBS:-$(pwd)/.cache/kafka/libs}
+kafka_libs() {
+    local stamp="$CPRODUCER_KAFKA_LIBS/.pom-sha256" sum
+    sum=$(sha256sum tests/java/pom.xml | cut -d' ' -f1)
+    [ "$(cat "$stamp" 2>/dev/null)" = "$sum" ] && return
+    rm -rf "$CPRODUCER_KAFKA_LIBS"
+    mkdir -p "$CPRODUCER_KAFKA_LIBS"
+    mvn -q -B -f tests/java/pom.xml dependency:copy-dependencies -DincludeScope=runtime \
+        -DoutputDirectory="$CPRODUCER_KAFKA_LIBS"
+    echo "$sum" > "$stamp"
+}
+
 as_root() {
     if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
 }
@@ -69,6 +87,7 @@ docs() {
 }
 
 wheel_test() {
+    kafka_libs
     if [ ! -x "$VENV/bin/python" ]; then
         "$PY" -m venv "$VENV"
     fi
@@ -115,8 +134,9 @@ cmd=${1:-test}
 shift || true
 case "$cmd" in
     setup) setup ;;
-    test) setup; exec "$VENV/bin/python" -m pytest "$@" ;;
-    perf) setup; exec "$VENV/bin/python" -m cproducer.perf "$@" ;;
+    test) setup; kafka_libs; exec "$VENV/bin/python" -m pytest "$@" ;;
+    perf) setup; kafka_libs; exec "$VENV/bin/python" -m cproducer.perf "$@" ;;
+    kafka-libs) kafka_libs ;;
     demo) setup; exec "$VENV/bin/python" -m cproducer.demo "$@" ;;
     lint)
         "$VENV/bin/ruff" check .
@@ -136,5 +156,5 @@ case "$cmd" in
             --ram "$(awk '/MemTotal/ {print $2 " kB"}' /proc/meminfo)"
         exec "$VENV/bin/asv" run --machine "$ASV_MACHINE" --skip-existing-successful "${@:-NEW}"
         ;;
-    *) echo "usage: $0 {test|perf|demo|lint|docs|wheel-test|asv-record|setup} [args]" >&2; exit 2 ;;
+    *) echo "usage: $0 {test|perf|demo|lint|docs|wheel-test|asv-record|kafka-libs|setup} [args]" >&2; exit 2 ;;
 esac

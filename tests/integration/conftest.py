@@ -1,5 +1,10 @@
-"""A real broker (Tansu) for the whole test session; no test assumes one is running. Test
-certificates (made by the openssl CLI) for the TLS and SASL_SSL tests."""
+"""Real brokers for the whole test session; no test assumes one is running.
+
+``broker`` is a parameter of every test that takes it: each such test runs against Tansu (the
+embedded broker, ``tansu_broker``) and against Apache Kafka (one combined KRaft node,
+``kafka_broker``), marked ``tansu`` and ``kafka`` (``-m "not kafka"`` runs one only). A test
+about Tansu itself takes ``tansu_broker``. A failing test against Apache Kafka prints the end of
+the broker's log. Test certificates (made by the openssl CLI) for the TLS and SASL_SSL tests."""
 
 from __future__ import annotations
 
@@ -8,19 +13,54 @@ import re
 import subprocess
 import uuid
 from pathlib import Path
-from typing import Callable, Dict, Iterator
+from typing import Any, Callable, Dict, Iterator, Union
 
 import pytest
 
 from cproducer.localbroker import LocalBroker
+from tests.tools.apache_kafka import ApacheKafka
 
 _SEQ = itertools.count()
 
+Broker = Union[LocalBroker, ApacheKafka]
+
 
 @pytest.fixture(scope="session")
-def broker() -> Iterator[LocalBroker]:
+def tansu_broker() -> Iterator[LocalBroker]:
     with LocalBroker() as b:
         yield b
+
+
+@pytest.fixture(scope="session")
+def kafka_broker() -> Iterator[ApacheKafka]:
+    with ApacheKafka() as b:
+        yield b
+
+
+@pytest.fixture(
+    scope="session",
+    params=[
+        pytest.param("tansu", marks=pytest.mark.tansu),
+        pytest.param("kafka", marks=pytest.mark.kafka),
+    ],
+)
+def broker(request: pytest.FixtureRequest) -> Broker:
+    return request.getfixturevalue(f"{request.param}_broker")  # type: ignore[no-any-return]
+
+
+def is_tansu(broker: Any) -> bool:
+    """For the few checks that name a Tansu-only behaviour (a limit of Tansu's, not Kafka's)."""
+    return isinstance(broker, LocalBroker)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
+    report = yield
+    if report.failed:
+        b = getattr(item, "funcargs", {}).get("broker")
+        if isinstance(b, ApacheKafka):
+            report.sections.append(("Apache Kafka broker log (end)", b.log_tail(60)))
+    return report
 
 
 @pytest.fixture

@@ -1,13 +1,18 @@
-"""Read back what was produced, with librdkafka (confluent-kafka) in assign() mode: a real peer."""
+"""Read back what was produced with real peers: librdkafka (confluent-kafka) and Java's
+KafkaConsumer (``tests/java/ReadBack.java``), both in assign() mode from offset 0."""
 
 from __future__ import annotations
 
+import base64
+import subprocess
 import time
 import uuid
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException
 from confluent_kafka import TopicPartition as CKTopicPartition
+
+from tests.tools.apache_kafka import compiled, java
 
 
 class ConsumedRecord(NamedTuple):
@@ -18,6 +23,7 @@ class ConsumedRecord(NamedTuple):
     value: Optional[bytes]
     headers: List[Tuple[str, Optional[bytes]]]
     timestamp: int
+    timestamp_type: int = 1  # librdkafka's numbering: 1 CreateTime, 2 LogAppendTime
 
 
 def read_back(
@@ -64,6 +70,7 @@ def read_back(
                         msg.value(),
                         list(msg.headers() or []),
                         msg.timestamp()[1],
+                        msg.timestamp()[0],
                     )
                 )
             if settle_until is None and len(out) >= expected:
@@ -79,4 +86,52 @@ def by_partition(records: List[ConsumedRecord]) -> Dict[int, List[ConsumedRecord
         out.setdefault(r.partition, []).append(r)
     for rs in out.values():
         rs.sort(key=lambda r: r.offset)
+    return out
+
+
+_TIMESTAMP_TYPES = {"CreateTime": 1, "LogAppendTime": 2}
+
+
+def _b64(field: str) -> Optional[bytes]:
+    return None if field == "-" else base64.b64decode(field)
+
+
+def read_back_java(
+    bootstrap: str,
+    topic: str,
+    partitions: int,
+    expected: int,
+    timeout_s: float = 60.0,
+    config: Optional[Dict[str, Any]] = None,
+) -> List[ConsumedRecord]:
+    """The same as :func:`read_back`, by Java's KafkaConsumer (kafka-clients from the Maven
+    cache): every record from offset 0 until ``expected`` were seen and a second more brought
+    nothing, or ``timeout_s``. ``config``: more consumer settings, Java names."""
+    args = [f"{k}={v}" for k, v in (config or {}).items()]
+    proc = subprocess.run(
+        [java(), "-Xmx256m", "-XX:TieredStopAtLevel=1", "-Dlog4j2.level=WARN",
+         "-cp", compiled("ReadBack"), "ReadBack", bootstrap, topic, str(partitions),
+         str(expected), str(int(timeout_s * 1000)), *args],
+        capture_output=True, text=True, timeout=timeout_s + 60,
+    )  # fmt: skip
+    if proc.returncode != 0:
+        raise RuntimeError(f"Java's KafkaConsumer failed ({proc.returncode}):\n{proc.stderr}")
+    out: List[ConsumedRecord] = []
+    for line in proc.stdout.splitlines():
+        part, offset, ts, ts_type, key, value, headers = line.split("\t")
+        out.append(
+            ConsumedRecord(
+                topic,
+                int(part),
+                int(offset),
+                _b64(key),
+                _b64(value),
+                [
+                    (base64.b64decode(k).decode(), _b64(v))
+                    for k, v in (h.split(":") for h in headers.split(",") if h)
+                ],
+                int(ts),
+                _TIMESTAMP_TYPES[ts_type],
+            )
+        )
     return out
