@@ -13,8 +13,9 @@ import confluent_kafka
 import pytest
 
 import cproducer.compat.confluent as facade
-from cproducer import ConsumerGroupMetadata
+from cproducer import ConsumerGroupMetadata, errors
 from cproducer.compat.confluent.config import translate
+from cproducer.compat.confluent.error import from_exception
 from cproducer.compat.confluent.group_metadata import read_group_metadata, write_group_metadata
 from cproducer.compat.confluent.partitioners import (
     NAMES,
@@ -71,6 +72,25 @@ def test_every_librdkafka_error_code_has_its_name() -> None:
 def test_local_error_descriptions_read_as_librdkafka_writes_them() -> None:
     for code in (-192, -184, -152, -151, -190, -185, -172, -144, -186, -145, -195, -187, 10):
         assert facade.KafkaError(code).str() == confluent_kafka.KafkaError(code).str()
+
+
+def test_records_refused_with_their_batch_report_the_batchs_code() -> None:
+    """The engine gives each record of a batch refused with record errors its own error (Java's
+    producer), the batch's error its cause; librdkafka reports the batch's code for all of them
+    (tests/integration/test_kafka_validation.py checks librdkafka itself)."""
+
+    def caused(exc: Exception, batch: Exception) -> Exception:
+        exc.__cause__ = batch
+        return exc
+
+    invalid, bad_time = errors.InvalidRecordError("batch"), errors.InvalidTimestampError("batch")
+    assert from_exception(caused(errors.KafkaError("innocent"), invalid)).code() == 87
+    assert from_exception(caused(errors.InvalidRecordError("one of two"), bad_time)).code() == 32
+    assert from_exception(caused(errors.InvalidTimestampError("the one"), bad_time)).code() == 32
+    # other errors keep their own code, whatever their cause
+    sasl = caused(errors.SaslAuthenticationError("PLAIN: refused"), errors.UnknownError("?"))
+    assert from_exception(sasl).code() == errors.SaslAuthenticationError.errno
+    assert from_exception(errors.KafkaError("no cause")).code() == facade.KafkaError._FAIL
 
 
 def test_message_accessors_and_defaults(client: ModuleType) -> None:

@@ -434,7 +434,16 @@ def code_of(exc: BaseException) -> int:
 
 def from_exception(exc: BaseException) -> KafkaError:
     """The delivery-report error for a record that failed with ``exc`` (librdkafka builds these
-    from the code alone: ``str()`` is the code's description)."""
+    from the code alone: ``str()`` is the code's description). A record refused with its batch
+    (KIP-467 record errors: the engine, as Java's producer, gives each record of the batch its
+    own error, the batch's error its ``__cause__``) reports the batch's code, as librdkafka
+    reports it for every record of the batch."""
+    batch = exc.__cause__
+    if isinstance(batch, errors.BrokerResponseError) and (
+        not isinstance(exc, errors.BrokerResponseError)
+        or isinstance(exc, errors.InvalidRecordError)
+    ):
+        exc = batch
     return KafkaError(code_of(exc), None, False, bool(getattr(exc, "retriable", False)))
 
 

@@ -43,6 +43,44 @@ log = logging.getLogger("cproducer.producer.internals.sender")
 # a Produce answer with one of these may name the partition's new leader (KIP-951)
 _LEADER_MOVED = (errors.NotLeaderOrFollowerError, errors.FencedLeaderEpochError)
 
+# Java's message for the records of a batch with record errors that had none themselves
+OTHER_RECORDS_FAILED = (
+    "Failed to append record because it was part of a batch which had one or more invalid records"
+)
+
+
+def record_exceptions_for(
+    batch_error: BaseException, part: Any
+) -> Optional[Callable[[int], BaseException]]:
+    """Each record's error when the broker refused a batch naming the records at fault (KIP-467:
+    ``part.record_errors``, (batch index, message) pairs), as Java's Sender.failBatch: one record
+    at fault gets the partition's error code with its own message (INVALID_RECORD's
+    InvalidRecordError for a null key in a compacted topic, InvalidTimestampError for a
+    timestamp out of range), several each get InvalidRecordError (one partition-level code
+    cannot tell their causes apart) and the batch's other records a plain KafkaError: they were
+    refused with the batch, through no fault of their own. Each has ``batch_error`` (the
+    partition's error, with the broker's message) as its ``__cause__``. None without record
+    errors (every record gets ``batch_error``)."""
+    if not part.record_errors:
+        return None
+    cls = errors.for_code(part.error_code) if len(part.record_errors) == 1 else None
+    at_fault: Dict[int, BaseException] = {}
+    for index, message in part.record_errors:
+        if message is None:
+            message = part.error_message
+        if message is None:
+            message = errors.for_code(part.error_code).description
+        exc = cls(message) if cls is not None else errors.InvalidRecordError(message)
+        exc.__cause__ = batch_error
+        at_fault[index] = exc
+    innocent = errors.KafkaError(OTHER_RECORDS_FAILED)
+    innocent.__cause__ = batch_error
+
+    def for_record(index: int) -> BaseException:
+        return at_fault.get(index, innocent)
+
+    return for_record
+
 
 class Sender:
     def __init__(
@@ -518,10 +556,12 @@ class Sender:
             )
             self._complete_batch(batch, -1, -1)
         else:
-            if part is not None and part.record_errors:
-                detail = "; ".join(f"record {i}: {msg}" for i, msg in part.record_errors)
-                err = type(err)(f"{err.args[0] if err.args else ''} {detail}".strip())
-            self._fail_batch(batch, err, adjust_sequences=batch.attempts < self.retries)
+            self._fail_batch(
+                batch,
+                err,
+                adjust_sequences=batch.attempts < self.retries,
+                record_exceptions=None if part is None else record_exceptions_for(err, part),
+            )
         if getattr(err, "invalid_metadata", False):
             self.metadata.request_update()
 
@@ -539,12 +579,18 @@ class Sender:
     def _complete_batch(self, batch: Any, base_offset: int, log_append_time: int) -> None:
         self._complete_batches([batch], [base_offset], [log_append_time])
 
-    def _fail_batch(self, batch: Any, exc: BaseException, adjust_sequences: bool) -> None:
+    def _fail_batch(
+        self,
+        batch: Any,
+        exc: BaseException,
+        adjust_sequences: bool,
+        record_exceptions: Optional[Callable[[int], BaseException]] = None,
+    ) -> None:
         self._remove_in_flight(batch)
         if self.transaction_manager is not None:
             self.transaction_manager.handle_failed_batch(batch, exc, adjust_sequences)
         self.metrics.record_errors(batch.topic_partition.topic, batch.record_count, self._now())
-        if batch.complete_exceptionally(exc, None):
+        if batch.complete_exceptionally(exc, record_exceptions):
             self.accumulator.deallocate(batch)
         if self.guarantee_message_order:
             self.accumulator.unmute_partition(batch.topic_partition)
