@@ -19,13 +19,15 @@ from cproducer.cluster import Node
 from cproducer.network.network_client import ClientRequest, ConnectionState, NetworkClient
 from cproducer.network.selector_wakeup import SelectorWakeup
 from cproducer.protocol import MetadataRequest, ProduceRequest, Writer
+from cproducer.security.sasl_authenticator import SaslClientAuthenticator
+from cproducer.security.sasl_client import PlainClient
 from cproducer.utils.time import ManualClock
 
 
-def api_versions_body() -> bytes:
+def api_versions_body(apis: Tuple[Tuple[int, int], ...] = ((0, 9), (3, 12), (18, 3))) -> bytes:
     w = Writer().int16(0)
-    w.uvarint(4)  # compact array of 3
-    for key, hi in ((0, 9), (3, 12), (18, 3)):
+    w.uvarint(len(apis) + 1)  # compact array
+    for key, hi in apis:
         w.int16(key).int16(0).int16(hi).tagged_fields()
     w.int32(0).tagged_fields()
     return w.getvalue()
@@ -41,9 +43,15 @@ def read_frame(conn: socket.socket) -> Optional[Tuple[int, int, bytes]]:
     return api_key, cid, frame
 
 
-def answer_api_versions(conn: socket.socket, cid: int) -> None:
-    body = struct.pack(">i", cid) + api_versions_body()
+def answer_api_versions(conn: socket.socket, cid: int, sasl: bool = False) -> None:
+    # with SASL: SaslHandshake v1 and SaslAuthenticate v1 (neither flexible)
+    apis = ((0, 9), (3, 12), (18, 3)) + (((17, 1), (36, 1)) if sasl else ())
+    body = struct.pack(">i", cid) + api_versions_body(apis)
     conn.sendall(struct.pack(">i", len(body)) + body)
+
+
+def answer(conn: socket.socket, cid: int, body: bytes) -> None:
+    conn.sendall(struct.pack(">ii", len(body) + 4, cid) + body)
 
 
 class ScriptedBroker:
@@ -76,7 +84,13 @@ class ScriptedBroker:
                     return
                 api_key, cid, _frame = got
                 if api_key == 18:
-                    answer_api_versions(conn, cid)
+                    answer_api_versions(conn, cid, sasl=self.mode == "sasl_refused")
+                elif self.mode == "sasl_refused" and api_key == 17:  # SaslHandshake v1: PLAIN
+                    answer(conn, cid, struct.pack(">hih", 0, 1, 5) + b"PLAIN")
+                elif self.mode == "sasl_refused" and api_key == 36:  # SaslAuthenticate v1
+                    refusal = b"Authentication failed: Invalid username or password"
+                    answer(conn, cid, struct.pack(">hh", 58, len(refusal)) + refusal
+                           + struct.pack(">iq", 0, 0))  # fmt: skip
                 elif self.mode == "silent":
                     continue
                 elif self.mode == "bad_length":
@@ -185,6 +199,44 @@ def test_unreachable_port_reconnect_backoff_grows_with_fake_clock() -> None:
         assert max(delays) <= 1600  # ... up to the cap
     finally:
         client.close()
+
+
+def test_a_refused_authentication_backs_off_from_the_refusal_as_java_does() -> None:
+    """A broker refuses credentials only after connection.failed.authentication.delay.ms
+    (here 300 ms of the fake clock): the next attempt still waits its backoff, counted from the
+    refusal (Java's ClusterConnectionStates sets lastConnectAttemptMs when the connection
+    fails), and the backoff steps twice per refusal, as Java's (authenticationFailed, then
+    disconnected): 100 ms then 400 ms (+-20%) for reconnect.backoff.ms=50."""
+    srv = ScriptedBroker("sasl_refused")
+    node = Node(1, "127.0.0.1", srv.port)
+    clock = ManualClock()
+    client = NetworkClient(
+        "t",
+        clock=clock,
+        reconnect_backoff_ms=50,
+        reconnect_backoff_max_ms=1000,
+        sasl_authenticator_factory=lambda node_id: SaslClientAuthenticator(
+            "PLAIN", lambda: PlainClient("alice", "wrong-pw"), node_id
+        ),
+    )
+    delays = []
+    try:
+        for _ in range(2):
+            assert client.ready(node, clock.monotonic_ms()) is False
+            clock.sleep(300)  # the broker's delay before its refusal
+            deadline = time.monotonic() + 5
+            while not client.connection_failed(node):
+                client.poll(10, clock.monotonic_ms())
+                assert time.monotonic() < deadline
+            [(node_id, exc)] = client.take_authentication_failures()
+            assert node_id == 1 and "Invalid username or password" in str(exc)
+            delays.append(client.connection_delay(node, clock.monotonic_ms()))
+            assert not client.ready(node, clock.monotonic_ms())  # still backing off
+            clock.sleep(delays[-1])
+        assert 80 <= delays[0] <= 120 and 320 <= delays[1] <= 480
+    finally:
+        client.close()
+        srv.close()
 
 
 def test_in_flight_limit_per_connection() -> None:

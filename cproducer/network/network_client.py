@@ -399,7 +399,7 @@ class NetworkClient:
                 )
         except OSError as exc:
             log.info("cannot connect to node %s (%s:%s): %s", node.id, node.host, node.port, exc)
-            self._record_failure(node.id)
+            self._record_failure(node.id, now_ms)
             if self.metadata_updater is not None:
                 self.metadata_updater.handle_disconnection(node.id)
             self._tell_listener(node.id, node.host, node.port, False, f"connect failed: {exc}")
@@ -416,8 +416,13 @@ class NetworkClient:
         self._selector.register(sock, selectors.EVENT_WRITE, conn)
         log.debug("connecting to node %s at %s:%s (%s)", node.id, node.host, node.port, address)
 
-    def _record_failure(self, node_id: int) -> None:
+    def _record_failure(self, node_id: int, now_ms: int) -> None:
+        """One more failed attempt: the next waits a longer backoff, counted from now (Java's
+        ClusterConnectionStates.disconnected and authenticationFailed set lastConnectAttemptMs
+        to the time of the failure, not of the connect: a connection refused only after a
+        slow setup, a broker's delayed authentication refusal, still waits its backoff)."""
         b = self._node_backoff.setdefault(node_id, _NodeBackoff())
+        b.last_attempt_ms = now_ms
         b.backoff_ms = self._reconnect_backoff.backoff(b.failures)
         b.failures += 1
 
@@ -842,6 +847,9 @@ class NetworkClient:
         # Java logs it at error level too: a configuration problem, not a passing one
         log.error("node %s failed authentication: %s", conn.node_id, exc)
         self._authentication_failures.append((conn.node_id, exc))
+        # Java steps the reconnect backoff twice for a refusal (authenticationFailed, then
+        # disconnected): the next attempt waits 100 ms (reconnect.backoff.ms 50), not 50
+        self._record_failure(conn.node_id, now_ms)
         self._disconnect(conn, now_ms, f"authentication failed: {exc}", exc)
 
     def take_authentication_failures(self) -> List[Tuple[int, BaseException]]:
@@ -879,7 +887,7 @@ class NetworkClient:
         except OSError:
             pass
         if conn.state != READY or timed_out:
-            self._record_failure(conn.node_id)
+            self._record_failure(conn.node_id, now_ms)
         else:
             b = self._node_backoff.setdefault(conn.node_id, _NodeBackoff())
             b.last_attempt_ms = now_ms
