@@ -21,7 +21,7 @@ from cproducer.security.sasl_authenticator import (
     SaslClientAuthenticator,
     SaslRawToken,
 )
-from cproducer.security.sasl_client import PlainClient, ScramClient
+from cproducer.security.sasl_client import OAuthBearerClient, PlainClient, ScramClient
 
 VERSIONS = {18: (0, 3), 17: (0, 1), 36: (0, 2)}
 
@@ -92,6 +92,48 @@ def test_a_refusal_carries_the_mechanism_and_the_brokers_message() -> None:
     )
     assert info.value.errno == 58 and errors.SaslAuthenticationFailedError is type(info.value)
     assert "pw" not in str(info.value).replace("password", "")
+
+
+def test_a_handshake_refused_by_a_listener_without_sasl_says_so() -> None:
+    """Kafka's PLAINTEXT and SSL listeners offer SaslHandshake too, and answer it with
+    ILLEGAL_SASL_STATE and no mechanisms: the error names the mechanism and the empty list, as
+    Java's ("Unexpected handshake request with client mechanism PLAIN, enabled mechanisms are
+    []")."""
+    a = plain(node=4)
+    a.begin(VERSIONS, 0)
+    with pytest.raises(errors.IllegalSaslStateError) as info:
+        a.on_response(SaslHandshakeResponse(34, []), 0)
+    assert str(info.value).endswith(
+        "PLAIN authentication with node 4 failed: the SaslHandshake was refused; its enabled "
+        "mechanisms: none (not a SASL listener? check security.protocol and the port)"
+    )
+    assert a.state == FAILED
+    b = plain()
+    b.begin(VERSIONS, 0)
+    with pytest.raises(errors.IllegalSaslStateError, match="its enabled mechanisms: PLAIN$"):
+        b.on_response(SaslHandshakeResponse(34, ["PLAIN"]), 0)
+
+
+def test_an_oauthbearer_refusal_states_the_brokers_status_once() -> None:
+    """Kafka answers a bad token with an error challenge, then refuses with the same status
+    as its error message."""
+    a = SaslClientAuthenticator("OAUTHBEARER", lambda: OAuthBearerClient(lambda: "t.o.", {}), 5)
+    a.begin(VERSIONS, 0)
+    a.on_response(SaslHandshakeResponse(0, ["OAUTHBEARER"]), 0)
+    status = '{"status":"invalid_token"}'
+    ack, _ = a.on_response(ok(auth_bytes=status.encode()), 0)
+    assert ack.auth_bytes == b"\x01"
+    with pytest.raises(errors.SaslAuthenticationError) as info:
+        a.on_response(SaslAuthenticateResponse(58, status, b"", 0), 0)
+    assert str(info.value).endswith(f"OAUTHBEARER authentication with node 5 failed: {status}")
+    # a broker whose message is another text: the status is added to it
+    b = SaslClientAuthenticator("OAUTHBEARER", lambda: OAuthBearerClient(lambda: "t.o.", {}), 5)
+    b.begin(VERSIONS, 0)
+    b.on_response(SaslHandshakeResponse(0, ["OAUTHBEARER"]), 0)
+    b.on_response(ok(auth_bytes=status.encode()), 0)
+    with pytest.raises(errors.SaslAuthenticationError) as info:
+        b.on_response(SaslAuthenticateResponse(58, "token refused", b"", 0), 0)
+    assert str(info.value).endswith(f"failed: token refused (server status {status})")
 
 
 def test_a_broker_without_sasl_handshake_is_not_a_sasl_listener() -> None:

@@ -165,7 +165,13 @@ class SaslClientAuthenticator:
                 )
             )
         if response.error_code != 0:
-            raise self._fail(self._refusal(response.error_code, "the SaslHandshake was refused"))
+            # a listener without SASL (Kafka's PLAINTEXT and SSL ones) answers ILLEGAL_SASL_STATE
+            # with no mechanisms; Java's message names the mechanism and the enabled list too
+            enabled = ", ".join(response.mechanisms) or "none"
+            said = f"the SaslHandshake was refused; its enabled mechanisms: {enabled}"
+            if not response.mechanisms:
+                said += " (not a SASL listener? check security.protocol and the port)"
+            raise self._fail(self._refusal(response.error_code, said))
         try:
             self._client = self._new_client()
             token = self._client.initial_response()
@@ -202,7 +208,8 @@ class SaslClientAuthenticator:
         what = "re-authentication" if self.reauthenticating else "authentication"
         text = f"{self.mechanism} {what} with node {self.node_id} failed: {said}"
         server_error = getattr(self._client, "server_error", None)
-        if server_error:
+        if server_error and server_error not in said:
+            # (Kafka's OAUTHBEARER refusal message is the status itself: said once)
             text += f" (server status {server_error})"
         if code == SASL_AUTHENTICATION_FAILED:
             return errors.SaslAuthenticationError(text)
