@@ -12,6 +12,7 @@ import threading
 import time
 from typing import Any, List, Optional, Tuple
 
+import numpy as np
 import pytest
 from kafka.record.default_records import DefaultRecordBatch
 
@@ -23,6 +24,7 @@ from cproducer.errors import (
     NotEnoughReplicasError,
     RecordTooLargeError,
 )
+from cproducer.producer.batch_future import BatchFuture
 from cproducer.producer.internals.produce_request_result import (
     FutureRecordMetadata,
     ProduceRequestResult,
@@ -642,3 +644,20 @@ def test_callbacks_added_from_threads_while_the_batch_completes_run_once_each(tr
     # those registered before the completion ran in it, in record order
     by_completion = [i for i, _, by_main in seen if by_main]
     assert by_completion == sorted(by_completion)
+
+
+def test_record_exceptions_reach_each_send_many_record() -> None:
+    """A send_many call's records in a batch refused with record errors get their own errors in
+    the call's result, as the batch's send() records do."""
+    b = new_batch()
+    for _ in range(4):
+        append(b)
+    bf = BatchFuture("t", 3)
+    order = np.array([2, 0, 1], dtype=np.int64)
+    b.add_segment((bf, order, 0, 3, 1))  # the call's records 2, 0, 1 at relative offsets 1..3
+    per = {2: RecordTooLargeError("record 2 too large")}
+    top = KafkaError("batch failed")
+    assert b.complete_exceptionally(top, per.get)
+    result = bf.get(timeout=1)
+    assert result.errors == {2: top, 0: per[2], 1: top}
+    assert result.offsets.tolist() == [-1, -1, -1] and result.delivered == 0

@@ -326,8 +326,16 @@ cdef class ProducerBatch:
         tp = self.topic_partition
         for bf, order, start, end, first_rel in segments:
             try:
-                bf.complete_segment(order, start, end, tp.partition, base_offset, first_rel,
-                                    None if exc is None else exc)
+                if exc is None or record_exceptions is None:
+                    bf.complete_segment(order, start, end, tp.partition, base_offset, first_rel,
+                                        exc)
+                else:
+                    # the broker named the records at fault: each record its own error, one
+                    # call per record (a refused batch's path, never the common one)
+                    for i in range(end - start):
+                        bf.complete_segment(order, start + i, start + i + 1, tp.partition,
+                                            base_offset, first_rel + i,
+                                            r.error_for(first_rel + i))
             except Exception:
                 log.exception("error completing a send_many segment")
         r.done()
