@@ -1,16 +1,18 @@
-"""Peer comparison: cproducer vs confluent-kafka, kafka-python and aiokafka, same run, same broker.
+"""Peer comparison: cproducer vs confluent-kafka, Java's KafkaProducer, kafka-python and aiokafka.
 
-One fresh LocalBroker; each client runs in its own child process (so the CPU time and memory
-measured are its own, all threads included); each gets its own topic. The workload: N x
-``--value-size``-byte values (100 by default), 1,000 distinct keys, lz4, linger 5 ms, acks=all, 6
-partitions, every record acknowledged (the count is checked). Before the clock each client
-connects and sends a warm-up of the same kind (``--warmup`` records). Prints msg/s, client CPU
-us per message, the process's RSS once the client was created and warmed up, its peak while
-sending (the kernel's high-water mark, reset after the warm-up) and after the last flush, and
-ratios to confluent-kafka. ``--buffer-memory`` is cproducer's ``buffer.memory`` and confluent's
+One fresh broker for the run: ``--broker tansu`` (the default) a LocalBroker, ``--broker kafka``
+Apache Kafka in KRaft mode (``tests/tools/apache_kafka.py``, the jars of ``./dev.sh kafka-libs``).
+Each client runs in its own child process (so the CPU time and memory measured are its own, all
+threads included); each gets its own topic. The workload: N x ``--value-size``-byte values (100
+by default), 1,000 distinct keys, lz4, linger 5 ms, acks=all, 6 partitions, every record
+acknowledged (the count is checked). Before the clock each client connects and sends a warm-up of
+the same kind (``--warmup`` records). Prints msg/s, client CPU us per message, the process's RSS
+once the client was created and warmed up, its peak while sending (the kernel's high-water mark,
+reset after the warm-up) and after the last flush, and ratios to confluent-kafka and to Java's
+KafkaProducer. ``--buffer-memory`` is cproducer's and Java's ``buffer.memory`` and confluent's
 ``queue.buffering.max.kbytes`` (librdkafka's default is 1 GiB). ``--rounds R`` runs the clients
 R times, alternating, and prints the medians. ``--transactions K``: every client (confluent,
-send, send_many) commits a transaction every K records instead.
+send, send_many, java) commits a transaction every K records instead.
 
 ``send_many`` sends chunks of 10,000 records (at most 4 MiB of values); ``--send-many-input
 arrow`` (the default) passes pyarrow binary arrays, ``numpy`` fixed-width ``S`` arrays, ``lists``
@@ -18,9 +20,18 @@ Python lists. ``confluent_columns`` is confluent-kafka fed from the same chunks 
 ``tolist()``, then one ``produce`` per record): what a confluent-kafka user holding that data does,
 with the same library imported (pyarrow alone adds ~85 MB of RSS to either process).
 
+``java`` is Java's KafkaProducer (the kafka-clients jar of ``./dev.sh kafka-libs``) driven by
+``benchmarks/java/JavaProducerPeer.java``: the same keys and values, ``send`` with a Callback
+counting the acknowledged records, then ``flush``; batch.size 16,384 and buffer.memory as
+cproducer's. The JVM measures itself the way the Python children do (its process CPU time, all
+threads: the JIT compilers and the collector included; VmRSS/VmHWM, the peak reset after the
+warm-up) and prints the figures in one line. It runs with kafka-producer-perf-test.sh's heap
+(``-Xmx512m``) and kafka-run-class.sh's G1 settings; ``--java-opts`` replaces them.
+
     python benchmarks/compare_peers.py [--records 300000] [--clients confluent,send,send_many,...]
                                        [--value-size 100] [--buffer-memory 33554432]
                                        [--rounds 3] [--transactions 10000]
+                                       [--broker tansu|kafka] [--java-opts "-Xmx512m ..."]
 """
 
 from __future__ import annotations
@@ -31,6 +42,8 @@ import multiprocessing as mp
 import os
 import platform
 import resource
+import shlex
+import subprocess
 import sys
 import time
 from typing import Any, Callable, Dict, List
@@ -53,6 +66,7 @@ LABELS = {
     "send": "cproducer send + callback",
     "send_many": "cproducer send_many (10k per call)",
     "confluent_columns": "confluent-kafka produce from the send_many input",
+    "java": "Java KafkaProducer send + callback",
     "kafka-python": "kafka-python send + callback",
     "aiokafka": "aiokafka send",
 }
@@ -357,6 +371,15 @@ CLIENTS: Dict[str, Callable[[str, str, int, int], Dict[str, Any]]] = {
     "kafka-python": run_kafka_python,
     "aiokafka": run_aiokafka,
 }
+#: not a Python client: a JVM started by ``run_java`` from the parent process
+JAVA = "java"
+PEERS = ("confluent", JAVA, "kafka-python", "aiokafka")  # grey in the chart
+#: kafka-producer-perf-test.sh's heap, kafka-run-class.sh's collector settings
+JAVA_OPTS = (
+    "-Xmx512m -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35 "
+    "-XX:+ExplicitGCInvokesConcurrent -Djava.awt.headless=true"
+)
+JAVA_SOURCES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "java")
 
 
 IMPORTS = {
@@ -389,6 +412,72 @@ def _child(name: str, bootstrap: str, topic: str, n: int, opts: Dict[str, Any], 
         out.put({"client": name, "error": f"{type(exc).__name__}: {exc}"})
 
 
+def java_command(java_opts: List[str]) -> List[str]:
+    """The command that runs JavaProducerPeer (compiled once into the jars' cache)."""
+    from tests.tools.apache_kafka import compiled, java
+
+    classpath = compiled("JavaProducerPeer", sources=JAVA_SOURCES)
+    return [java(), *java_opts, "-cp", classpath, "JavaProducerPeer"]
+
+
+#: producer settings for the java client per broker. Tansu 0.6.0 cannot read the ApiVersions
+#: v5 request (KIP-1242) once it carries a cluster id: it closes the connection, and Java's
+#: producer never gets past its bootstrap connection. Without the check the cluster id stays null.
+JAVA_BROKER_PROPS = {"tansu": ["metadata.cluster.check.enable=false"], "kafka": []}
+
+
+def run_java(
+    command: List[str], bootstrap: str, topic: str, n: int, opts: Dict[str, Any]
+) -> Dict[str, Any]:
+    """One JVM run of JavaProducerPeer; its RESULT line, or the error with its output's end."""
+    args = [bootstrap, topic, n, opts["warmup"], opts["value_size"], opts["buffer_memory"],
+            opts["transactions"], *JAVA_BROKER_PROPS[opts["broker"]]]  # fmt: skip
+    try:
+        proc = subprocess.run(
+            [*command, *map(str, args)], capture_output=True, text=True, timeout=900
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return {"client": JAVA, "error": f"{type(exc).__name__}: {exc}"}
+    for line in proc.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return {"client": JAVA, **json.loads(line[len("RESULT ") :])}
+    tail = (proc.stdout + proc.stderr).strip().splitlines()[-5:]
+    return {"client": JAVA, "error": f"exit {proc.returncode}: " + " | ".join(tail)}
+
+
+def broker_for(kind: str) -> Any:
+    """A fresh broker (not started): Tansu (LocalBroker) or Apache Kafka, one node. Kafka's log
+    segments roll at 64 MiB and a partition keeps at most 256 MiB, so that long runs do not
+    fill the disk."""
+    if kind == "tansu":
+        from cproducer.localbroker import LocalBroker
+
+        return LocalBroker()
+    from tests.tools.apache_kafka import ApacheKafka
+
+    return ApacheKafka(
+        properties={
+            "log.segment.bytes": str(64 * 1048576),
+            "log.retention.bytes": str(256 * 1048576),
+            "log.retention.check.interval.ms": "5000",
+        }
+    )
+
+
+def broker_version(kind: str) -> str:
+    if kind == "kafka":
+        from tests.tools.apache_kafka import kafka_version
+
+        return f"Apache Kafka {kafka_version()} (KRaft, one node)"
+    from cproducer.localbroker import find_broker_binary
+
+    try:
+        out = subprocess.run([find_broker_binary(), "--version"], capture_output=True, text=True)
+        return out.stdout.strip().replace("tansu", "Tansu", 1) or "Tansu"
+    except Exception:  # no binary, or no --version: the name alone
+        return "Tansu"
+
+
 def _median(values: List[float]) -> float:
     ordered = sorted(values)
     mid = len(ordered) // 2
@@ -398,7 +487,7 @@ def _median(values: List[float]) -> float:
 def main(argv: List[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--records", type=int, default=300_000)
-    ap.add_argument("--clients", default=",".join(CLIENTS))
+    ap.add_argument("--clients", default=",".join([*CLIENTS, JAVA]))
     ap.add_argument("--json", help="also write the results here")
     ap.add_argument("--plot", metavar="DIR", help="write peers.json and peers.png into DIR")
     ap.add_argument("--transactions", type=int, default=0, metavar="K", help="commit every K")
@@ -407,8 +496,13 @@ def main(argv: List[str] | None = None) -> int:
     ap.add_argument("--warmup", type=int, default=20_000, help="records sent before the clock")
     ap.add_argument("--rounds", type=int, default=1, help="alternating runs; medians printed")
     ap.add_argument("--send-many-input", choices=("arrow", "numpy", "lists"), default="arrow")
+    ap.add_argument("--broker", choices=("tansu", "kafka"), default="tansu")
+    ap.add_argument(
+        "--java-opts",
+        default=JAVA_OPTS,
+        help="the JVM's options for the java client (default: %(default)s)",
+    )
     args = ap.parse_args(argv)
-    from cproducer.localbroker import LocalBroker
 
     opts = {
         "transactions": args.transactions,
@@ -416,23 +510,29 @@ def main(argv: List[str] | None = None) -> int:
         "buffer_memory": args.buffer_memory,
         "send_many_input": args.send_many_input,
         "warmup": args.warmup,
+        "broker": args.broker,
     }
     names = [c for c in args.clients.split(",") if c]
     runs: List[Dict[str, Any]] = []
     ctx = mp.get_context("spawn")
-    with LocalBroker() as broker:
+    java_cmd = java_command(shlex.split(args.java_opts)) if JAVA in names else []
+    broker_name = broker_version(args.broker)
+    with broker_for(args.broker) as broker:
         for round_no in range(args.rounds):
             for name in names:
                 topic = f"peers-{name}-{round_no}-{os.getpid()}"
                 broker.create_topic(topic, PARTITIONS)
-                q = ctx.Queue()
-                proc = ctx.Process(
-                    target=_child,
-                    args=(name, broker.bootstrap_servers, topic, args.records, opts, q),
-                )
-                proc.start()
-                res = q.get(timeout=900)
-                proc.join()
+                if name == JAVA:
+                    res = run_java(java_cmd, broker.bootstrap_servers, topic, args.records, opts)
+                else:
+                    q = ctx.Queue()
+                    proc = ctx.Process(
+                        target=_child,
+                        args=(name, broker.bootstrap_servers, topic, args.records, opts, q),
+                    )
+                    proc.start()
+                    res = q.get(timeout=900)
+                    proc.join()
                 if "error" not in res and res["delivered"] != args.records:
                     res["error"] = f"delivered {res['delivered']} of {args.records}"
                 res["round"] = round_no
@@ -448,9 +548,11 @@ def main(argv: List[str] | None = None) -> int:
         keys = ("wall_s", "cpu_s", "rss_created_mb", "rss_peak_mb", "rss_after_mb")
         results.append({"client": name, **{k: _median([r[k] for r in ok]) for k in keys}})
     base = next((r for r in results if r["client"] == "confluent" and "error" not in r), None)
+    java_base = next((r for r in results if r["client"] == JAVA and "error" not in r), None)
     print(
         f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
     )
+    print(f"broker: {broker_name}")
     print(
         f"workload: {args.records} x {args.value_size} B, {DISTINCT_KEYS} keys, lz4, linger 5 ms, "
         f"acks=all, {PARTITIONS} partitions, buffer.memory {args.buffer_memory:,} B"
@@ -478,18 +580,29 @@ def main(argv: List[str] | None = None) -> int:
             f"{r['client']:<19}{rate:>12,.0f}{cpu_us:>12.2f}{ratios}{r['rss_created_mb']:>17.1f}"
             f"{r['rss_peak_mb']:>7.1f}{growth:>8.1f}{r['rss_after_mb']:>7.1f}{peak_ratio}"
         )
+    if java_base:
+        print("against Java's KafkaProducer:")
+        print(f"{'client':<19}{'x msg/s':>9}{'x CPU':>7}{'x peak':>8}")
+        for r in results:
+            if "error" not in r:
+                print(
+                    f"{r['client']:<19}{java_base['wall_s'] / r['wall_s']:>9.2f}"
+                    f"{r['cpu_s'] / java_base['cpu_s']:>7.2f}"
+                    f"{r['rss_peak_mb'] / java_base['rss_peak_mb']:>8.2f}"
+                )
     if args.json:
         with open(args.json, "w") as fh:
             json.dump({"runs": runs, "medians": results}, fh, indent=2)
     if args.plot:
         stem = f"peers_txn{args.transactions}" if args.transactions else "peers"
+        stem += "_kafka" if args.broker == "kafka" else ""
         machine = (
             f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
         )
         report = {
             "records": args.records,
             "workload": f"{args.records} x {args.value_size} B, {DISTINCT_KEYS} keys, lz4, "
-            f"linger 5 ms, acks=all, {PARTITIONS} partitions; {machine}",
+            f"linger 5 ms, acks=all, {PARTITIONS} partitions; {machine}; {broker_name}",
             "labels": {r["client"]: LABELS.get(r["client"], r["client"]) for r in results},
             "results": results,
         }
@@ -518,8 +631,7 @@ def plot(report: Dict[str, Any], path: str) -> None:
     base = next((i for i, r in enumerate(done) if r["client"] == "confluent"), None)
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 0.55 * len(done) + 1.6), sharey=True)
     ys = list(range(len(done)))[::-1]
-    colors = ["#8c8c8c" if r["client"] in ("confluent", "kafka-python", "aiokafka") else "#2a7ab9"
-              for r in done]  # fmt: skip
+    colors = ["#8c8c8c" if r["client"] in PEERS else "#2a7ab9" for r in done]
     for ax, values, title, fmt in (
         (left, rates, "messages per second (higher is better)", "{:,.0f}"),
         (right, cpus, "client CPU µs per message (lower is better)", "{:.2f}"),

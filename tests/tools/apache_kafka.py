@@ -107,12 +107,12 @@ def java() -> str:
 JAVA_SOURCES = _REPO / "tests" / "java"
 
 
-def compiled(source: str) -> str:
-    """The classpath that runs ``tests/java/<source>.java`` (compiled once per source text, into
-    the cache beside the jars) with Kafka's jars."""
+def compiled(source: str, sources: Path = JAVA_SOURCES) -> str:
+    """The classpath that runs ``<sources>/<source>.java`` (``tests/java`` by default; compiled
+    once per source text, into the cache beside the jars) with Kafka's jars."""
     import hashlib
 
-    src = JAVA_SOURCES / f"{source}.java"
+    src = Path(sources) / f"{source}.java"
     out = libs_dir().parent / "classes" / hashlib.sha256(src.read_bytes()).hexdigest()[:16]
     if not (out / f"{source}.class").exists():
         javac = shutil.which("javac", path=os.path.dirname(java())) or shutil.which("javac")
