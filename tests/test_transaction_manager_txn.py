@@ -4,6 +4,8 @@ what a failed record does to the transaction."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from cproducer import errors
@@ -202,6 +204,36 @@ def test_fencing_is_fatal_and_rethrown() -> None:
         tm.begin_abort()
     assert tm.next_transactional_request(False) is None
     assert not tm.is_send_to_partition_allowed(TP0)
+
+
+def test_a_produce_answered_invalid_producer_epoch_makes_the_transaction_abortable() -> None:
+    """KIP-588 (Java's maybeTransitionToErrorState): INVALID_PRODUCER_EPOCH from a partition
+    leader is abortable, not fatal; the abort's EndTxn learns from the coordinator whether the
+    producer was fenced, and PRODUCER_FENCED there is fatal."""
+    tm = in_transaction_with_tp0()
+    batch = drain(tm, FakeBatch(TP0, 1))
+    stale = errors.InvalidProducerEpochError("old epoch")
+    tm.handle_failed_batch(batch, stale, adjust_sequences=True)
+    assert tm.state == ABORTABLE_ERROR and tm.fatal_error is None
+    with pytest.raises(errors.TransactionAbortableError) as raised:
+        tm.begin_commit()
+    assert raised.value.__cause__ is stale
+    abort = tm.begin_abort()
+    end_txn = tm.next_transactional_request(False)
+    assert isinstance(end_txn, EndTxnHandler) and not end_txn.committed
+    end_txn.handle_response(SimpleNamespace(error_code=errors.ProducerFencedError.errno), 0)
+    assert tm.state == FATAL_ERROR
+    assert isinstance(abort.error, errors.ProducerFencedError)
+    with pytest.raises(errors.ProducerFencedError):
+        tm.fail_if_not_ready_for_send()
+
+
+def test_an_idempotent_producer_keeps_invalid_producer_epoch_fatal() -> None:
+    tm = TransactionManager()
+    tm.set_producer_id_and_epoch(3, 0)
+    batch = drain(tm, FakeBatch(TP0, 1))
+    tm.handle_failed_batch(batch, errors.InvalidProducerEpochError(), adjust_sequences=True)
+    assert isinstance(tm.fatal_error, errors.InvalidProducerEpochError)
 
 
 def test_out_of_order_sequence_bumps_the_epoch_after_the_abort() -> None:

@@ -430,9 +430,15 @@ class TransactionManager:
         """A batch completed with an error (it will not be retried)."""
         with self._lock:
             self._remove_in_flight(batch)
-            if isinstance(exc, (errors.ProducerFencedError, errors.InvalidProducerEpochError)):
+            if isinstance(exc, errors.ProducerFencedError) or (
+                isinstance(exc, errors.InvalidProducerEpochError) and self.transactional_id is None
+            ):
                 self.transition_to_fatal_error(exc)
                 return
+            # a transactional Produce answered INVALID_PRODUCER_EPOCH goes on below: abortable,
+            # as in Java since KIP-588 (Kafka 2.7 answers Produce so instead of PRODUCER_FENCED).
+            # The coordinator bumped the epoch: a newer producer with the same id, or the
+            # transaction timed out. The abort's EndTxn tells which (PRODUCER_FENCED: fatal)
             state_lost = isinstance(
                 exc, (errors.OutOfOrderSequenceNumberError, errors.UnknownProducerIdError)
             )
