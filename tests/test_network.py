@@ -510,3 +510,133 @@ def test_a_request_the_socket_cannot_take_at_once_goes_out_whole_and_in_order() 
     finally:
         client.close()
         srv.close()
+
+
+class ThrottlingBroker:
+    """Answers each Metadata request (v12) at once with ``throttle_ms`` as its throttle time, as
+    a broker does under a quota (KIP-219), and keeps the answers of the requests named in
+    ``hold`` (their correlation ids, in order) until ``release`` is set."""
+
+    def __init__(self, throttle_ms: int) -> None:
+        self.throttle_ms = throttle_ms
+        self.requests: List[int] = []  # correlation ids of the Metadata requests received
+        self.release = threading.Event()
+        self.hold = 0  # how many requests after the first wait for release
+        self.srv = socket.socket()
+        self.srv.bind(("127.0.0.1", 0))
+        self.srv.listen(1)
+        self.port = self.srv.getsockname()[1]
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def metadata_answer(self, conn: socket.socket, cid: int) -> None:
+        # response header v1 (tagged fields), then throttle_time_ms, no brokers, a null
+        # cluster id, controller -1, no topics, tagged fields
+        body = b"\x00" + struct.pack(">i", self.throttle_ms) + b"\x01\x00"
+        answer(conn, cid, body + struct.pack(">i", -1) + b"\x01\x00")
+
+    def serve(self) -> None:
+        conn, _ = self.srv.accept()
+        with conn:
+            while True:
+                got = read_frame(conn)
+                if got is None:
+                    return
+                api_key, cid, _frame = got
+                if api_key == 18:
+                    answer_api_versions(conn, cid)
+                    continue
+                self.requests.append(cid)
+                if 1 < len(self.requests) <= 1 + self.hold:
+                    self.release.wait(10)
+                self.metadata_answer(conn, cid)
+
+    def close(self) -> None:
+        self.release.set()
+        self.srv.close()
+
+
+def test_a_throttled_answer_holds_the_nodes_requests_back_until_its_throttle_time_ends() -> None:
+    # KIP-219: the broker answered at once with a throttle time and muted the connection; the
+    # client sends nothing to that node until the time is up (Java's maybeThrottle)
+    srv = ThrottlingBroker(throttle_ms=500)
+    node = Node(1, "127.0.0.1", srv.port)
+    clock = ManualClock()
+    client = NetworkClient("t", clock=clock, reconnect_backoff_ms=50)
+    try:
+        connect(client, node)
+        sink: List = []
+        client.send(metadata_request(node, sink), client.time_ms())
+        run_until(client, node, lambda: sink)
+        assert sink[0].response.throttle_time_ms == 500
+        now = client.time_ms()
+        assert not client.is_ready(node, now) and not client.ready(node, now)
+        assert not client.can_send_more(node.id)
+        assert client.is_throttled(node.id, now) and client.throttle_delay(node.id, now) == 500
+        # the Sender's poll wakes when the throttle ends: no I/O announces it
+        assert client.connection_delay(node, now) == 500
+        assert client.least_loaded_node(now, [node]) is None
+        clock.sleep(499)
+        assert not client.is_ready(node, client.time_ms())
+        assert client.connection_delay(node, client.time_ms()) == 1
+        clock.sleep(1)
+        now = client.time_ms()
+        assert client.is_ready(node, now) and client.can_send_more(node.id)
+        assert client.throttle_delay(node.id, now) == 0
+        assert client.connection_delay(node, now) >= 2**31
+        assert client.least_loaded_node(now, [node]) is node
+        client.send(metadata_request(node, sink), now)
+        run_until(client, node, lambda: len(sink) == 2)
+        assert len(srv.requests) == 2
+    finally:
+        client.close()
+        srv.close()
+
+
+def test_an_answer_below_the_client_throttling_version_does_not_throttle() -> None:
+    # before KIP-219's versions (Metadata v6) the broker delayed the answer itself
+    srv = ThrottlingBroker(throttle_ms=500)
+    node = Node(1, "127.0.0.1", srv.port)
+    client = NetworkClient("t", clock=ManualClock())
+    try:
+        connect(client, node)
+        sink: List = []
+        request = ClientRequest(node.id, MetadataRequest(["t"]), 5, 0, sink.append, 30000, True)
+        # a v5 answer: throttle time, no brokers, a null cluster id, controller -1, no topics
+        srv.metadata_answer = lambda conn, cid: answer(  # type: ignore[method-assign]
+            conn, cid, struct.pack(">i", 500) + struct.pack(">i", 0) + struct.pack(">hi", -1, -1)
+            + struct.pack(">i", 0)
+        )  # fmt: skip
+        client.send(request, client.time_ms())
+        run_until(client, node, lambda: sink)
+        assert sink[0].response.throttle_time_ms == 500
+        assert client.is_ready(node, client.time_ms())
+        assert not client.is_throttled(node.id, client.time_ms())
+    finally:
+        client.close()
+        srv.close()
+
+
+def test_the_throttle_time_does_not_count_toward_the_timeout_of_requests_in_flight() -> None:
+    # Java's InFlightRequests.incrementThrottleTime: the broker holds them while it is muted
+    srv = ThrottlingBroker(throttle_ms=1000)
+    srv.hold = 1
+    node = Node(1, "127.0.0.1", srv.port)
+    clock = ManualClock()
+    client = NetworkClient("t", clock=clock, max_in_flight_requests_per_connection=2)
+    try:
+        connect(client, node)
+        first: List = []
+        second: List = []
+        client.send(metadata_request(node, first, timeout_ms=30000), client.time_ms())
+        client.send(metadata_request(node, second, timeout_ms=700), client.time_ms())
+        run_until(client, node, lambda: first)  # answered, throttled 1000 ms
+        assert client.is_throttled(node.id, client.time_ms())
+        clock.sleep(1500)  # past the second's own 700 ms, within 700 + 1000
+        client.poll(0, client.time_ms())
+        assert not second and client.in_flight_request_count(node.id) == 1
+        srv.release.set()
+        run_until(client, node, lambda: second)
+        assert second[0].response is not None and not second[0].timed_out
+    finally:
+        client.close()
+        srv.close()

@@ -15,6 +15,9 @@ Reconnects back off exponentially with jitter, and each new attempt of a node th
 longer connection setup timeout (Java's ``ExponentialBackoff``s, base 2, jitter 0.2); a request
 that outlives ``request.timeout.ms`` closes its connection and fails every request in flight on
 it, as in Java; a connection with nothing in flight for ``connections.max.idle.ms`` is closed.
+An answer carrying a ``throttle_time_ms`` (a quota, KIP-219) throttles its node: no request goes
+to it until that time has passed (the broker answered at once and muted the connection for it),
+and the requests still in flight on it get that time added to their timeout, as Java's.
 Every time here is the clock's monotonic ms: a wall-clock step times nothing out. A peer that sends
 garbage (bad length, wrong correlation id, undecodable frame) is disconnected with a logged reason.
 
@@ -79,6 +82,22 @@ NO_DELAY_LIMIT_MS = 2**62
 # Java's RECONNECT_BACKOFF_EXP_BASE / _JITTER and CONNECTION_SETUP_TIMEOUT_EXP_BASE / _JITTER
 _BACKOFF_EXP_BASE = 2
 _BACKOFF_JITTER = 0.2
+
+# KIP-219: from these versions on (API key -> version), an answer's throttle_time_ms is the
+# client's to honour; before them the broker delayed the answer itself (Java's
+# AbstractResponse.shouldClientThrottle of each response)
+_CLIENT_THROTTLE_FROM = {
+    0: 6,  # Produce
+    3: 6,  # Metadata
+    10: 2,  # FindCoordinator
+    18: 2,  # ApiVersions
+    19: 3,  # CreateTopics
+    22: 1,  # InitProducerId
+    24: 1,  # AddPartitionsToTxn
+    25: 1,  # AddOffsetsToTxn
+    26: 1,  # EndTxn
+    28: 1,  # TxnOffsetCommit
+}
 
 
 class ConnectionState(enum.Enum):
@@ -154,6 +173,9 @@ class ClientRequest:
     internal: bool = False
     size_bytes: int = 0  # the encoded frame's length, size prefix included (metrics)
     unsent: int = -1  # bytes of the frame not yet written (-1: none written so far)
+    # the throttle times its node was given while it was in flight: they do not count toward
+    # its timeout (Java's InFlightRequest.throttleTimeMs)
+    throttle_ms: int = 0
 
 
 @dataclass(eq=False)
@@ -285,6 +307,9 @@ class NetworkClient:
         self._selector = (selectors.DefaultSelector if selector is None else selector)()
         self._conns: Dict[int, _Connection] = {}
         self._node_backoff: Dict[int, _NodeBackoff] = {}
+        # per node: no request before this monotonic ms (KIP-219); kept across reconnects, as
+        # Java's ClusterConnectionStates keeps it
+        self._throttle_until: Dict[int, int] = {}
         self._correlation = 0
         self._completed: List[ClientResponse] = []
         # plain sockets are read into this one buffer first (the poller's thread only): a
@@ -309,17 +334,38 @@ class NetworkClient:
 
     def is_ready(self, node: Any, now_ms: int) -> bool:
         conn = self._conns.get(node.id)
-        return conn is not None and conn.state == READY and self.can_send_more(node.id)
-
-    def can_send_more(self, node_id: int) -> bool:
-        conn = self._conns.get(node_id)
         return (
             conn is not None
             and conn.state == READY
-            and len(conn.in_flight) < self.max_in_flight
-            and len(conn.send_queue) == 0
-            and (conn.reauthenticate_at_ms is None or self.time_ms() < conn.reauthenticate_at_ms)
+            and self.can_send_more(node.id)
+            and not self.is_throttled(node.id, now_ms)
         )
+
+    def can_send_more(self, node_id: int) -> bool:
+        """The connection is ready and has room for one more request (Java's canSendRequest:
+        a throttled node cannot either)."""
+        conn = self._conns.get(node_id)
+        if conn is None or conn.state != READY:
+            return False
+        if len(conn.in_flight) >= self.max_in_flight or len(conn.send_queue) != 0:
+            return False
+        until = self._throttle_until.get(node_id)
+        due = conn.reauthenticate_at_ms
+        if until is None and due is None:
+            return True
+        now_ms = self.time_ms()
+        return (until is None or now_ms >= until) and (due is None or now_ms < due)
+
+    def is_throttled(self, node_id: int, now_ms: int) -> bool:
+        """A quota's throttle time (KIP-219) is still running for ``node_id``."""
+        until = self._throttle_until.get(node_id)
+        return until is not None and now_ms < until
+
+    def throttle_delay(self, node_id: int, now_ms: int) -> int:
+        """ms until ``node_id``'s throttle time ends; 0 when it is not throttled (Java's
+        throttleDelayMs)."""
+        until = self._throttle_until.get(node_id)
+        return 0 if until is None else max(until - now_ms, 0)
 
     def mute_data_wakeups(self, nodes: Sequence[Any]) -> None:
         """Before a poll: appends need not wake it when every one of ``nodes`` (the cluster's
@@ -348,11 +394,13 @@ class NetworkClient:
 
         Connecting or connected: "no limit", since the connection itself wakes the poll when it
         completes, an answer arrives or the socket drains (a 0 here made the Sender spin while a
-        connection had its in-flight limit of requests out). Disconnected: what is left of the
-        reconnect backoff."""
+        connection had its in-flight limit of requests out); connected and throttled (KIP-219):
+        what is left of the throttle time, which no I/O announces the end of (Java's
+        pollDelayMs). Disconnected: what is left of the reconnect backoff."""
         conn = self._conns.get(node.id)
         if conn is not None:
-            return NO_DELAY_LIMIT_MS
+            throttled = self.throttle_delay(node.id, now_ms)
+            return throttled if throttled > 0 and conn.state == READY else NO_DELAY_LIMIT_MS
         b = self._node_backoff.get(node.id)
         if b is None:
             return 0
@@ -642,7 +690,7 @@ class NetworkClient:
                 limit = b.setup_timeout_ms if b else self.setup_timeout_ms
                 out = min(out, conn.started_ms + limit - now_ms)
             for req in conn.in_flight:
-                out = min(out, req.created_ms + req.request_timeout_ms - now_ms)
+                out = min(out, req.created_ms + req.throttle_ms + req.request_timeout_ms - now_ms)
                 break
             if conn.reauthenticate_at_ms is not None and conn.state == READY:
                 out = min(out, conn.reauthenticate_at_ms - now_ms)
@@ -669,7 +717,8 @@ class NetworkClient:
                 self._disconnect(conn, now_ms, reason, None)
                 continue
             for req in conn.in_flight:
-                if now_ms - req.created_ms >= req.request_timeout_ms:
+                # a throttle time given meanwhile does not count (Java's hasExpiredRequest)
+                if now_ms - req.created_ms - req.throttle_ms >= req.request_timeout_ms:
                     reason = (
                         f"request {type(req.request).__name__} (correlation id "
                         f"{req.correlation_id}) timed out after {req.request_timeout_ms} ms"
@@ -755,12 +804,30 @@ class NetworkClient:
         throttle_ms = getattr(response, "throttle_time_ms", None)
         if throttle_ms is not None:
             self.metrics.throttle_time(conn.node_id, throttle_ms, now_ms)
+            if throttle_ms > 0:
+                self._maybe_throttle(conn, req, throttle_ms, now_ms)
         if req.internal:
             if isinstance(req.request, ApiVersionsRequest):
                 return self._handle_api_versions(conn, response, now_ms)
             return self._handle_sasl(conn, response, now_ms)
         self._completed.append(ClientResponse(req, conn.node_id, now_ms, response))
         return True
+
+    def _maybe_throttle(
+        self, conn: _Connection, req: ClientRequest, throttle_ms: int, now_ms: int
+    ) -> None:
+        """Java's maybeThrottle: an answer at a version whose throttle time is the client's to
+        honour (KIP-219) holds the node's requests back until it has passed; the requests in
+        flight on the connection have it added to their timeout."""
+        since = _CLIENT_THROTTLE_FROM.get(req.request.API_KEY)
+        if since is None or req.api_version < since:
+            return
+        for other in conn.in_flight:
+            other.throttle_ms += throttle_ms
+        until = now_ms + throttle_ms
+        if until > self._throttle_until.get(conn.node_id, 0):
+            self._throttle_until[conn.node_id] = until
+        log.debug("node %s throttled for %d ms (a quota)", conn.node_id, throttle_ms)
 
     def _handle_api_versions(self, conn: _Connection, response: Any, now_ms: int) -> bool:
         if response.error_code == errors.UnsupportedVersionError.errno and response.api_versions:
@@ -948,6 +1015,8 @@ class NetworkClient:
             node = nodes[(offset + i) % len(nodes)]
             conn = self._conns.get(node.id)
             if conn is not None and conn.state == READY:
+                if self.is_throttled(node.id, now_ms):
+                    continue  # neither ready to send nor connecting (Java leaves it out too)
                 load = len(conn.in_flight)
                 if load == 0:
                     return node

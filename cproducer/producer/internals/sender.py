@@ -137,6 +137,9 @@ class Sender:
         self.in_flight_batches: Dict[TopicPartition, List[Any]] = {}
         # one transactional request (or an idempotent producer's InitProducerId) at a time
         self._txn_request_in_flight = False
+        # ms until the node a transactional request waits for can take it, when no I/O will
+        # announce that (its quota's throttle time, KIP-219); NO_DELAY_LIMIT_MS otherwise
+        self._txn_node_delay = NO_DELAY_LIMIT_MS
         # the same manager when transactional.id is set, else None (an idempotent producer)
         self._txn = (
             transaction_manager
@@ -218,12 +221,15 @@ class Sender:
             self.accumulator.abort_undrained_batches(tm.fatal_error)
         now = self._now()
         self.metrics.sample_pool(now)
+        self._txn_node_delay = NO_DELAY_LIMIT_MS
         if tm is not None and tm.needs_producer_id():
             self._maybe_init_producer_id(tm, now)
         txn = self._txn
         if txn is not None:
             self._maybe_send_transactional_request(txn, now)
         poll_timeout = self.send_producer_data(now)
+        if self._txn_node_delay < poll_timeout:
+            poll_timeout = self._txn_node_delay
         if txn is not None:
             if txn.retry_after_ms > now:
                 poll_timeout = min(poll_timeout, txn.retry_after_ms - now)
@@ -288,6 +294,8 @@ class Sender:
             handler.reenqueue()
             if self.client.connection_failed(target):
                 handler.coordinator_lost()
+            else:  # e.g. throttled: the poll wakes when the node can take it
+                self._txn_node_delay = self.client.connection_delay(target, now)
             return
         version = self.client.api_version_for(target.id, handler.request_class)
         try:
