@@ -135,7 +135,7 @@ shift || true
 case "$cmd" in
     setup) setup ;;
     test) setup; kafka_libs; exec "$VENV/bin/python" -m pytest "$@" ;;
-    perf) setup; kafka_libs; exec "$VENV/bin/python" -m cproducer.perf "$@" ;;
+    perf) setup; kafka_libs; exec "$VENV/bin/python" benchmarks/perf_broker.py "$@" ;;
     kafka-libs) kafka_libs ;;
     demo) setup; exec "$VENV/bin/python" -m cproducer.demo "$@" ;;
     lint)
