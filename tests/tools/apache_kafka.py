@@ -70,6 +70,8 @@ _COMMON = {
     "offsets.topic.num.partitions": "4",
     "transaction.state.log.num.partitions": "4",
     "auto.create.topics.enable": "true",
+    # records with old CreateTime stamps (tests set them) stay: no deletion by age
+    "log.retention.ms": "-1",
     "log.flush.interval.messages": str(2**62),
     "num.network.threads": "2",
     "num.io.threads": "4",
