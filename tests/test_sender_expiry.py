@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any, List
 
+from cproducer import errors
 from cproducer.cluster import TopicPartition
 from cproducer.producer.internals.producer_batch import ProducerBatch
 from cproducer.producer.internals.sender import Sender
@@ -65,3 +67,79 @@ def test_stops_at_the_first_unexpired_batch_of_a_partition() -> None:
     assert s._expired_in_flight_batches(1500) == []
     assert s._expired_in_flight_batches(1900) == [young, retried_old]
     assert s.in_flight_batches == {}
+
+
+class DrainingAccumulator(FakeAccumulator):
+    """ready() names node 1; drain() hands out the given batches; deallocate() gives a batch's
+    memory back as the real one does (its buffer() raises from then on)."""
+
+    def __init__(self, drained: List[Any]) -> None:
+        super().__init__()
+        self.drained = drained
+        self.deallocated: List[Any] = []
+
+    def ready(self, cluster: Any, now: int) -> Any:
+        return SimpleNamespace(
+            ready_nodes=[1], unknown_leader_topics=[], next_ready_check_delay_ms=100
+        )
+
+    def update_node_latency_stats(self, node_id: int, now: int, ready: bool) -> None:
+        pass
+
+    def drain(self, cluster: Any, nodes: Any, max_size: int, now: int) -> Any:
+        drained, self.drained = self.drained, []
+        return {1: drained}
+
+    def expired_batches(self, now: int) -> List[Any]:
+        return []
+
+    def deallocate(self, batch: Any) -> None:
+        self.deallocated.append(batch)
+        batch.builder.release_memory()
+
+
+class OneNodeClient:
+    def __init__(self) -> None:
+        self.sent: List[Any] = []
+
+    def wakeup(self) -> None:
+        pass
+
+    def ready(self, node: Any, now: int) -> bool:
+        return True
+
+    def api_version_for(self, node_id: int, request_class: Any) -> int:
+        return 9
+
+    def send(self, request: Any, now: int) -> None:
+        self.sent.append(request)
+
+
+def test_a_drained_retry_past_the_delivery_timeout_fails_and_is_not_sent() -> None:
+    """A batch sent again (a retriable answer) can be drained after its delivery.timeout.ms: it
+    fails with a timeout in the same pass, as in Java, and gives its memory back, so the request
+    leaves it out and takes the other batches (its buffer is gone: the I/O thread stopped on it)."""
+    retried, fresh = batch(A, 0), batch(B, 1400)
+    for b in (retried, fresh):
+        b.close()
+    acc, client = DrainingAccumulator([retried, fresh]), OneNodeClient()
+    cluster = SimpleNamespace(node_by_id=lambda node_id: SimpleNamespace(id=node_id))
+    s = Sender(
+        client,  # type: ignore[arg-type]
+        SimpleNamespace(fetch=lambda: cluster),  # type: ignore[arg-type]
+        acc,  # type: ignore[arg-type]
+        guarantee_message_order=False,
+        max_request_size=1 << 20,
+        acks=-1,
+        retries=3,
+        request_timeout_ms=100,
+        delivery_timeout_ms=1000,
+        clock=ManualClock(),
+        batch_time_ms=lambda: 1500,
+    )
+    s.send_producer_data(0)
+    assert isinstance(retried.result.error_for(0), errors.KafkaTimeoutError)
+    assert acc.deallocated == [retried]
+    [request] = client.sent
+    assert request.request.topic_data == {"t": [(1, fresh.buffer())]}
+    assert s.in_flight_batches == {B: [fresh]}

@@ -354,6 +354,10 @@ class Sender:
                 f"(delivery.timeout.ms={self.delivery_timeout_ms})"
             )
             self._fail_batch(batch, errors.KafkaTimeoutError(msg), adjust_sequences=False)
+        if expired:
+            # a batch drained above (a retry) can be past delivery.timeout.ms too: it has just
+            # failed and given its memory back, so it stays out of the request
+            batches = {node: [b for b in bs if not b.is_done] for node, bs in batches.items()}
 
         poll_timeout = min(result.next_ready_check_delay_ms, not_ready_timeout)
         if ready_nodes and not (self._txn is not None and self._txn.awaiting_partitions()):
