@@ -169,3 +169,30 @@ def test_find_coordinator_answered_transaction_abortable_makes_the_transaction_a
     body = FindCoordinatorResponse(0, ErrorCode.TRANSACTION_ABORTABLE, None, -1, "", -1)
     handler.on_complete(answered(body), NOW)
     assert tm.state == ABORTABLE_ERROR and tm.fatal_error is None
+
+
+@pytest.mark.parametrize("kind", ["init", "add_partitions", "end_txn", "offsets"])
+def test_a_coordinators_invalid_producer_epoch_is_producer_fenced(kind: str) -> None:
+    """Before KIP-588's versions (EndTxn v2, AddPartitionsToTxn v2, ...) a coordinator answers a
+    fenced producer INVALID_PRODUCER_EPOCH; Java's handlers end the producer with
+    ProducerFencedException all the same."""
+    tm = in_transaction()
+    code = ErrorCode.INVALID_PRODUCER_EPOCH
+    if kind == "init":
+        answer = answered(InitProducerIdResponse(0, code, -1, -1))
+        InitProducerIdHandler(tm).on_complete(answer, NOW)
+    elif kind == "add_partitions":
+        handler = AddPartitionsToTxnHandler(tm, [TP0])
+        handler.on_complete(answered(AddPartitionsToTxnResponse(0, {("t", 0): code})), NOW)
+    elif kind == "end_txn":
+        EndTxnHandler(tm, committed=False).on_complete(answered(EndTxnResponse(0, code)), NOW)
+    else:
+        po = tm.send_offsets_to_transaction({TP1: (5, -1, None)}, ConsumerGroupMetadata("g"))
+        handler = TxnOffsetCommitHandler(tm, tm.pending_offsets)  # type: ignore[arg-type]
+        handler.on_complete(answered(TxnOffsetCommitResponse(0, {("t", 1): code})), NOW)
+        assert isinstance(po.error, errors.ProducerFencedError)
+    assert tm.state == FATAL_ERROR
+    assert isinstance(tm.fatal_error, errors.ProducerFencedError)
+    assert isinstance(tm.fatal_error.__cause__, errors.InvalidProducerEpochError)
+    with pytest.raises(errors.ProducerFencedError):
+        tm.fail_if_not_ready_for_send()

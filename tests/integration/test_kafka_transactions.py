@@ -109,12 +109,18 @@ def test_read_committed_readers_see_committed_records_once_and_aborted_ones_neve
     assert values(broker, topic, 2, 300, READ_UNCOMMITTED) == sorted(committed + aborted)
 
 
+@pytest.mark.parametrize("api_version", [None, (2, 5)], ids=["latest", "2.5"])
 def test_a_zombie_fenced_by_a_producer_with_the_same_id_never_gets_its_records_read(
-    broker: ApacheKafka, new_topic: Callable[..., str]
+    broker: ApacheKafka, new_topic: Callable[..., str], api_version: Any
 ) -> None:
+    """With Kafka 2.5's versions (EndTxn v1, before KIP-588's v2) the coordinator answers the
+    zombie's abort INVALID_PRODUCER_EPOCH rather than PRODUCER_FENCED: the same fatal
+    ProducerFencedError (Java's handlers make it ProducerFencedException)."""
     topic = new_topic(1)
     txn_id = f"kafka-zombie-{uuid.uuid4().hex[:8]}"
-    first = KafkaProducer(bootstrap_servers=broker.bootstrap_servers, transactional_id=txn_id)
+    first = KafkaProducer(
+        bootstrap_servers=broker.bootstrap_servers, transactional_id=txn_id, api_version=api_version
+    )
     second = KafkaProducer(bootstrap_servers=broker.bootstrap_servers, transactional_id=txn_id)
     try:
         first.init_transactions(30)

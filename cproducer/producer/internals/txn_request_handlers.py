@@ -52,6 +52,20 @@ ADD_PARTITIONS_RETRY_BACKOFF_MS = 20
 _NOT_ATTEMPTED = errors.OperationNotAttemptedError.errno
 
 
+def fenced(err: errors.KafkaError) -> errors.KafkaError:
+    """What a fatal coordinator answer ends the producer with: INVALID_PRODUCER_EPOCH (which a
+    coordinator answers the request versions older than KIP-588's, e.g. EndTxn v0-1, instead of
+    PRODUCER_FENCED) is PRODUCER_FENCED, as in Java's handlers; anything else is itself."""
+    if not isinstance(err, errors.InvalidProducerEpochError):
+        return err
+    out = errors.ProducerFencedError(
+        "there is a newer producer with the same transactional.id (the coordinator answered "
+        "INVALID_PRODUCER_EPOCH)"
+    )
+    out.__cause__ = err
+    return out
+
+
 class TxnRequestHandler:
     """One transactional request and what its answer does."""
 
@@ -117,7 +131,7 @@ class TxnRequestHandler:
             self.retry(now)
         else:
             log.error("%s failed: %s", self.request_class.__name__, err)
-            self.tm.transition_to_fatal_error(err)
+            self.tm.transition_to_fatal_error(fenced(err))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
@@ -260,7 +274,7 @@ class AddPartitionsToTxnHandler(TxnRequestHandler):
             self.retry(now, min(tm.retry_backoff_ms, ADD_PARTITIONS_RETRY_BACKOFF_MS))
         elif isinstance(worst, FATAL_TXN_ERRORS):
             tm.add_partitions_failed(retry=False)
-            tm.transition_to_fatal_error(worst)
+            tm.transition_to_fatal_error(fenced(worst))
         else:
             tm.add_partitions_failed(retry=False)
             tm.transition_to_abortable_error(worst)
@@ -344,7 +358,7 @@ class TxnOffsetCommitHandler(TxnRequestHandler):
         elif worst.retriable:  # load in progress, unknown topic/partition, ...
             self.retry(now)
         elif isinstance(worst, FATAL_TXN_ERRORS):
-            tm.transition_to_fatal_error(worst)
+            tm.transition_to_fatal_error(fenced(worst))
         elif isinstance(worst, (errors.UnknownMemberIdError, errors.IllegalGenerationError)):
             # the consumer rebalanced since its group metadata was taken (Java, kafka-python)
             failed = errors.CommitFailedError(
