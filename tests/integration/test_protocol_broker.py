@@ -1,8 +1,18 @@
-"""Our protocol codecs against a real broker (Tansu), over a raw socket.
+"""Our protocol codecs against real brokers (Tansu and Apache Kafka), over a raw socket.
 
 Requests go out as the network layer sends them (one ``sendmsg`` of the parts); record batches
 are built by kafka-python's DefaultRecordBatchBuilder and read back by librdkafka, so both ends
 of the bytes are checked by peers, not by our own code.
+
+Where the two brokers answer differently, Apache Kafka's answer is the protocol's and Tansu's
+is asserted as a Tansu fact (``is_tansu``): its node id 111; the 4 partitions it auto-creates at
+once (Kafka answers UNKNOWN_TOPIC_OR_PARTITION and creates ``num.partitions`` a moment later);
+CreateTopics v0-1 (Kafka 4 speaks v2 on, KIP-896); its answer to acks=0 Produce; its
+DUPLICATE_SEQUENCE_NUMBER for a batch written before (Kafka acknowledges the duplicate with the
+first write's offset); Produce to a partition or topic that does not exist, which it takes.
+Kafka's own timing shows in the helpers: a new topic is in its Metadata a moment after it was
+created, its partitions take writes a moment after Metadata shows their leader, and a fresh
+broker answers InitProducerId COORDINATOR_LOAD_IN_PROGRESS until it has its producer ids.
 """
 
 from __future__ import annotations
@@ -11,13 +21,13 @@ import random
 import socket
 import struct
 import time
-from typing import Any, Callable, Dict, Iterator, List, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple
 
 import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from cproducer.errors import CorruptResponseError
-from cproducer.localbroker import LocalBroker
+from cproducer.localbroker import request
 from cproducer.protocol import (
     ApiVersionsRequest,
     CreateTopicsRequest,
@@ -26,6 +36,8 @@ from cproducer.protocol import (
     MetadataRequest,
     NewTopic,
     ProduceRequest,
+    Reader,
+    Writer,
     choose_version,
     decode_response,
     decode_response_header,
@@ -33,15 +45,36 @@ from cproducer.protocol import (
     is_flexible,
 )
 from cproducer.protocol.api_versions import _decode as decode_api_versions
+from tests.integration.conftest import Broker, is_tansu
 from tests.integration.readback import by_partition, read_back
+from tests.tools.apache_kafka import ApacheKafka
 
 TANSU_NODE_ID = 111  # a Tansu process reports itself as node 111, leader of every partition
+TANSU_AUTO_CREATED_PARTITIONS = 4  # Tansu's auto-created topics have 4 partitions, at once
+KAFKA_DEFAULT_NUM_PARTITIONS = "1"  # Kafka's num.partitions when the broker does not set it
+
+
+def node_id(broker: Broker) -> int:
+    """The broker's node id: Tansu's fixed one, or the Apache Kafka node's own."""
+    if is_tansu(broker):
+        return TANSU_NODE_ID
+    assert isinstance(broker, ApacheKafka)
+    return broker.node.node_id
+
+
+def auto_created_partitions(broker: Broker) -> int:
+    """How many partitions the broker gives a topic it auto-creates."""
+    if is_tansu(broker):
+        return TANSU_AUTO_CREATED_PARTITIONS
+    assert isinstance(broker, ApacheKafka)
+    return int(broker.node.properties.get("num.partitions", KAFKA_DEFAULT_NUM_PARTITIONS))
 
 
 class Connection:
     """One broker connection speaking our codecs, with correlation ids checked."""
 
-    def __init__(self, broker: LocalBroker) -> None:
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
         self.sock = socket.create_connection((broker.host, broker.port), timeout=10)
         self.next_id = 1000
 
@@ -72,6 +105,11 @@ class Connection:
         self.send(req, version)
         return self.recv_frame()
 
+    def api_range(self, request_cls: Any) -> Tuple[int, int]:
+        """The versions of ``request_cls``'s API the broker speaks (ApiVersions)."""
+        resp = self.call(ApiVersionsRequest(), 3)
+        return resp.api_versions[request_cls.API_KEY]  # type: ignore[no-any-return]
+
     def _exact(self, n: int) -> bytes:
         buf = bytearray()
         while len(buf) < n:
@@ -84,12 +122,92 @@ class Connection:
     def close(self) -> None:
         self.sock.close()
 
+    def __enter__(self) -> Connection:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
 
 @pytest.fixture
-def conn(broker: LocalBroker) -> Iterator[Connection]:
-    c = Connection(broker)
-    yield c
-    c.close()
+def conn(broker: Broker) -> Iterator[Connection]:
+    with Connection(broker) as c:
+        yield c
+
+
+class _ListOffsetsV1:
+    """ListOffsets (key 2) v1 for the latest offsets: a question only a partition's leader
+    answers (the producer has no codec for it, so it lives here)."""
+
+    API_KEY = 2
+    FIRST_FLEXIBLE_VERSION = 6
+
+    def __init__(self, topic: str, partitions: Iterable[int]) -> None:
+        self.topic, self.partitions = topic, list(partitions)
+
+    def encode_body(self, version: int) -> List[Any]:
+        w = Writer().int32(-1).array_length(1).string(self.topic)
+        w.array_length(len(self.partitions))
+        for p in self.partitions:
+            w.int32(p).int64(-1)  # -1: the latest offset
+        return [w.buf]
+
+    def decode_response(self, version: int, data: memoryview) -> Dict[int, int]:
+        """{partition: error code}"""
+        r, errors = Reader(data), {}
+        for _ in range(r.array_length()):
+            r.string()
+            for _ in range(r.array_length()):
+                partition, errors[partition] = r.int32(), r.int16()
+                r.int64(), r.int64()  # timestamp, offset
+        return errors
+
+
+@pytest.fixture
+def new_topic(new_topic: Callable[..., str], broker: Broker) -> Callable[..., str]:
+    """conftest's ``new_topic``, returning once every partition's leader takes requests. Apache
+    Kafka shows a new partition's leader in Metadata (what conftest waits for) a moment before
+    the leader's replica manager takes the leadership: meanwhile it answers Produce (and
+    ListOffsets) NOT_LEADER_OR_FOLLOWER."""
+
+    def make(partitions: int = 1) -> str:
+        topic = new_topic(partitions=partitions)
+        deadline = time.monotonic() + 10
+        while True:
+            errors = request(broker.host, broker.port, _ListOffsetsV1(topic, range(partitions)), 1)
+            if errors == dict.fromkeys(range(partitions), 0):
+                return topic
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{topic}: partitions not led after 10 s: {errors}")
+            time.sleep(0.01)
+
+    return make
+
+
+def listed_metadata(conn: Connection, topics: List[str], version: int) -> Any:
+    """Metadata (no auto-creation asked) of ``topics`` once the broker lists them all, or its
+    last answer after 10 s. Apache Kafka's Metadata learns of a new topic from the controller a
+    moment after CreateTopics (or an auto-creation) was answered; Tansu's at once."""
+    deadline = time.monotonic() + 10
+    while True:
+        md = conn.call(MetadataRequest(topics, allow_auto_topic_creation=False), version)
+        unknown = [t for t in md.topics if t.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
+        if not unknown or time.monotonic() > deadline:
+            return md
+        time.sleep(0.02)
+
+
+def init_producer_id(conn: Connection, version: int) -> Any:
+    """InitProducerId, asked again while Apache Kafka answers COORDINATOR_LOAD_IN_PROGRESS: a
+    fresh Kafka broker has no block of producer ids until the controller grants it one
+    (AllocateProducerIds), and says so meanwhile. Tansu has its ids at once."""
+    deadline = time.monotonic() + 10
+    while True:
+        resp = conn.call(InitProducerIdRequest(), version)
+        loading = resp.error_code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        if not loading or is_tansu(conn.broker) or time.monotonic() > deadline:
+            return resp
+        time.sleep(0.02)
 
 
 def unique(stem: str) -> str:
@@ -97,10 +215,16 @@ def unique(stem: str) -> str:
 
 
 def batch(
-    values: List[bytes], producer_id: int = -1, epoch: int = -1, base_sequence: int = -1
+    values: List[bytes],
+    producer_id: int = -1,
+    epoch: int = -1,
+    base_sequence: int = -1,
+    timestamp: Optional[int] = None,
 ) -> bytearray:
+    """A v2 record batch of ``values`` (keys ``key-<i>``), every record stamped ``timestamp``
+    (CreateTime, now by default)."""
     builder = DefaultRecordBatchBuilder(2, 0, False, producer_id, epoch, base_sequence, 1 << 20)
-    now = int(time.time() * 1000)
+    now = int(time.time() * 1000) if timestamp is None else timestamp
     for i, value in enumerate(values):
         builder.append(i, now, b"key-%d" % i, value, [])
     return builder.build()
@@ -133,39 +257,47 @@ def test_api_versions_v3_response_header_has_no_tagged_fields(conn: Connection) 
 
 
 @pytest.mark.parametrize("version", [0, 1, 4, 5, 7, 8, 9, 10, 11, 12])
-def test_metadata_auto_creates_four_partitions(
-    conn: Connection, broker: LocalBroker, version: int
-) -> None:
+def test_metadata_auto_creates_the_topic(conn: Connection, broker: Broker, version: int) -> None:
     topic = unique(f"auto-v{version}")
     resp = conn.call(MetadataRequest([topic], allow_auto_topic_creation=True), version)
-    assert [(b.id, b.host, b.port) for b in resp.brokers] == [
-        (TANSU_NODE_ID, broker.host, broker.port)
-    ]
-    assert resp.controller_id == (TANSU_NODE_ID if version >= 1 else -1)
+    me = node_id(broker)
+    assert [(b.id, b.host, b.port) for b in resp.brokers] == [(me, broker.host, broker.port)]
+    assert resp.controller_id == (me if version >= 1 else -1)
     assert (resp.cluster_id is not None) == (version >= 2)
     [t] = resp.topics
+    if not is_tansu(broker):
+        # Kafka has the controller create it and answers before it exists; the next answers
+        # show it with num.partitions partitions
+        assert (t.error_code, t.name, t.is_internal, t.partitions) == (3, topic, False, [])
+        assert t.topic_id == bytes(16)
+        [t] = listed_metadata(conn, [topic], version).topics
+    # Tansu creates it before answering the first time, with 4 partitions
     assert (t.error_code, t.name, t.is_internal) == (0, topic, False)
-    assert sorted(p.partition for p in t.partitions) == [0, 1, 2, 3]
+    assert sorted(p.partition for p in t.partitions) == list(range(auto_created_partitions(broker)))
     for p in t.partitions:
-        assert p.error_code == 0 and p.leader_id == TANSU_NODE_ID
-        assert p.replica_ids == [TANSU_NODE_ID] and p.isr_ids == [TANSU_NODE_ID]
+        assert p.error_code == 0 and p.leader_id == me
+        assert p.replica_ids == [me] and p.isr_ids == [me]
         assert p.offline_replica_ids == []
+        assert (p.leader_epoch >= 0) == (version >= 7)  # -1: not in the version
     assert (t.topic_id != bytes(16)) == (version >= 10)
 
 
 @pytest.mark.parametrize("version", [1, 4, 7, 9, 12])
 @pytest.mark.parametrize("partitions", [1, 3, 16])
 def test_metadata_of_created_topic(
-    conn: Connection, new_topic: Callable[..., str], version: int, partitions: int
+    conn: Connection,
+    broker: Broker,
+    new_topic: Callable[..., str],
+    version: int,
+    partitions: int,
 ) -> None:
     topic = new_topic(partitions=partitions)
     resp = conn.call(MetadataRequest([topic], allow_auto_topic_creation=False), version)
     [t] = resp.topics
     assert t.error_code == 0 and t.name == topic
     assert sorted(p.partition for p in t.partitions) == list(range(partitions))
-    assert {p.leader_id for p in t.partitions} == {TANSU_NODE_ID}
-    if version >= 7:
-        assert all(p.leader_epoch >= 0 for p in t.partitions)
+    assert {p.leader_id for p in t.partitions} == {node_id(broker)}
+    assert all((p.leader_epoch >= 0) == (version >= 7) for p in t.partitions)
 
 
 @pytest.mark.parametrize("version", [4, 9, 12])
@@ -188,15 +320,29 @@ def test_metadata_all_topics(conn: Connection, new_topic: Callable[..., str], ve
 
 
 @pytest.mark.parametrize("version", range(CreateTopicsRequest.MIN_VERSION, 8))
-def test_create_topics_every_version(conn: Connection, version: int) -> None:
+def test_create_topics_every_version(conn: Connection, broker: Broker, version: int) -> None:
     names = [unique(f"ct-v{version}-a"), unique(f"ct-v{version}-b")]
     req = CreateTopicsRequest(
         [NewTopic(names[0], 3), NewTopic(names[1], 5, 1, {"retention.ms": "3600000"})]
     )
+    lo, hi = conn.api_range(CreateTopicsRequest)
+    assert (lo, hi) == ((0, 7) if is_tansu(broker) else (2, 7))
+    if version < lo:
+        # Kafka 4 dropped CreateTopics v0-1 (KIP-896): a request in a version the broker does
+        # not speak gets no answer, the connection is closed, nothing is created
+        conn.send(req, version)
+        with pytest.raises(ConnectionError):
+            conn.recv_frame()
+        with Connection(broker) as again:
+            md = again.call(MetadataRequest(names, allow_auto_topic_creation=False), 12)
+        assert sorted((t.name, t.error_code) for t in md.topics) == sorted(
+            (n, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) for n in names
+        )
+        return
     resp = conn.call(req, version)
     assert [(t.name, t.error_code) for t in resp.topics] == [(names[0], 0), (names[1], 0)]
     assert [t.num_partitions for t in resp.topics] == ([3, 5] if version >= 5 else [-1, -1])
-    md = conn.call(MetadataRequest(names, allow_auto_topic_creation=False), 12)
+    md = listed_metadata(conn, names, 12)
     assert {t.name: len(t.partitions) for t in md.topics} == {names[0]: 3, names[1]: 5}
     # again: TOPIC_ALREADY_EXISTS, with a message from v1 on
     [dup] = conn.call(CreateTopicsRequest([NewTopic(names[0], 3)]), version).topics
@@ -209,8 +355,8 @@ def test_create_topics_every_version(conn: Connection, version: int) -> None:
 
 @pytest.mark.parametrize("version", [3, 4])
 def test_init_producer_id_gives_fresh_ids(conn: Connection, version: int) -> None:
-    first = conn.call(InitProducerIdRequest(), version)
-    second = conn.call(InitProducerIdRequest(), version)
+    first = init_producer_id(conn, version)
+    second = init_producer_id(conn, version)
     for resp in (first, second):
         assert resp.error_code == 0 and resp.throttle_time_ms == 0
         assert resp.producer_id >= 0 and resp.producer_epoch == 0
@@ -221,7 +367,7 @@ def test_init_producer_id_gives_fresh_ids(conn: Connection, version: int) -> Non
 
 
 def test_produce_every_version_read_back_by_librdkafka(
-    conn: Connection, broker: LocalBroker, new_topic: Callable[..., str]
+    conn: Connection, broker: Broker, new_topic: Callable[..., str]
 ) -> None:
     topic = new_topic(partitions=2)
     sent: Dict[int, List[bytes]] = {0: [], 1: []}
@@ -236,11 +382,7 @@ def test_produce_every_version_read_back_by_librdkafka(
         for p in (0, 1):
             r = resp.responses[(topic, p)]
             assert r.error_code == 0, (version, p, r)
-            assert r.base_offset == len(sent[p]), (
-                version,
-                p,
-                r,
-            )  # offsets continue across versions
+            assert r.base_offset == len(sent[p]), (version, p, r)  # on across versions
             assert r.log_append_time_ms == -1  # CreateTime topics
             assert r.log_start_offset == (0 if version >= 5 else -1)
             assert r.record_errors == [] and r.error_message is None
@@ -254,7 +396,7 @@ def test_produce_every_version_read_back_by_librdkafka(
 
 
 def test_produce_several_topics_in_one_request(
-    conn: Connection, broker: LocalBroker, new_topic: Callable[..., str]
+    conn: Connection, broker: Broker, new_topic: Callable[..., str]
 ) -> None:
     a, b = new_topic(partitions=1), new_topic(partitions=3)
     req = ProduceRequest(
@@ -270,9 +412,30 @@ def test_produce_several_topics_in_one_request(
     assert {p: [r.value for r in rs] for p, rs in got_b.items()} == {0: [b"c"], 2: [b"b0"]}
 
 
+@pytest.mark.parametrize("version", [3, 9, 11])
+def test_produce_to_a_partition_that_does_not_exist(
+    conn: Connection, broker: Broker, new_topic: Callable[..., str], version: int
+) -> None:
+    topic, absent = new_topic(partitions=1), unique("absent")
+    req = ProduceRequest(1, 10000, {topic: [(1, batch([b"p1"]))], absent: [(0, batch([b"t"]))]})
+    resp = conn.call(req, version)
+    answers = {k: (v.error_code, v.base_offset) for k, v in resp.responses.items()}
+    md = conn.call(MetadataRequest([topic, absent], allow_auto_topic_creation=False), 12)
+    listed = {t.name: (t.error_code, len(t.partitions)) for t in md.topics}
+    if is_tansu(broker):
+        # Tansu checks neither: it appends to partition 1 of a 1-partition topic and to a
+        # topic nobody created, and lists neither afterwards
+        assert answers == {(topic, 1): (0, 0), (absent, 0): (0, 0)}
+    else:
+        # Kafka: UNKNOWN_TOPIC_OR_PARTITION for both, nothing created (Produce never creates)
+        assert answers == {(topic, 1): (3, -1), (absent, 0): (3, -1)}
+        assert [r.log_start_offset for r in resp.responses.values()] == [-1, -1]
+    assert listed == {topic: (0, 1), absent: (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, 0)}
+
+
 @pytest.mark.parametrize("version", [3, 9])
 def test_acks_zero_produce(
-    conn: Connection, broker: LocalBroker, new_topic: Callable[..., str], version: int
+    conn: Connection, broker: Broker, new_topic: Callable[..., str], version: int
 ) -> None:
     topic = new_topic(partitions=1)
     req = ProduceRequest(0, 10000, {topic: [(0, batch([b"fire", b"and", b"forget"]))]})
@@ -280,15 +443,17 @@ def test_acks_zero_produce(
     produce_cid = conn.send(req, version)
     md = MetadataRequest([topic], allow_auto_topic_creation=False)
     md_cid = conn.send(md, 12)
-    # A Kafka broker sends nothing for acks=0; Tansu 0.6 answers anyway (a normal Produce
-    # response), so the first frame may be that answer: then it is in order and decodes.
     frame = memoryview(conn.recv_frame())
-    cid, body = decode_response_header(ProduceRequest.API_KEY, version >= 9, frame)
-    if cid == produce_cid:
+    if is_tansu(broker):
+        # Tansu answers acks=0 anyway: a normal Produce answer, in order, before Metadata's
+        flexible = is_flexible(ProduceRequest, version)
+        cid, body = decode_response_header(ProduceRequest.API_KEY, flexible, frame)
+        assert cid == produce_cid
         answer = decode_response(req, version, body).responses[(topic, 0)]
         assert (answer.error_code, answer.base_offset) == (0, 0)
         frame = memoryview(conn.recv_frame())
-        cid, body = decode_response_header(md.API_KEY, True, frame)
+    # Kafka sends nothing for acks=0: the next frame on the connection is Metadata's answer
+    cid, body = decode_response_header(md.API_KEY, True, frame)
     assert cid == md_cid
     assert decode_response(md, 12, body).topics[0].name == topic
     got = read_back(broker.bootstrap_servers, topic, 1, 3)
@@ -296,21 +461,41 @@ def test_acks_zero_produce(
 
 
 def test_idempotent_produce_sequence_errors(
-    conn: Connection, new_topic: Callable[..., str]
+    conn: Connection, broker: Broker, new_topic: Callable[..., str]
 ) -> None:
     topic = new_topic(partitions=1)
-    pid = conn.call(InitProducerIdRequest(), 4)
+    pid = init_producer_id(conn, 4)
     assert pid.error_code == 0
+    a_minute_ago = int(time.time() * 1000) - 60_000  # the first write's stamp, not a resend's
 
-    def produce(seq: int, n: int) -> Tuple[int, int]:
-        b = batch([b"x"] * n, pid.producer_id, pid.producer_epoch, seq)
-        r = conn.call(ProduceRequest(-1, 10000, {topic: [(0, b)]}), 9).responses[(topic, 0)]
-        return r.error_code, r.base_offset
+    def produce(seq: int, n: int, timestamp: Optional[int] = None) -> Any:
+        b = batch([b"x%d" % i for i in range(n)], pid.producer_id, pid.producer_epoch, seq,
+                  timestamp)  # fmt: skip
+        resp = conn.call(ProduceRequest(-1, 10000, {topic: [(0, b)]}), 9)
+        return resp.responses[(topic, 0)]
 
-    assert produce(0, 3) == (0, 0)
-    assert produce(0, 3)[0] == 46  # DUPLICATE_SEQUENCE_NUMBER
-    assert produce(7, 1)[0] == 45  # OUT_OF_ORDER_SEQUENCE_NUMBER
-    assert produce(3, 2) == (0, 3)
+    first = produce(0, 3, a_minute_ago)
+    assert (first.error_code, first.base_offset, first.log_append_time_ms) == (0, 0, -1)
+    dup = produce(0, 3)  # the same sequence numbers again, stamped now
+    if is_tansu(broker):
+        assert dup.error_code == ErrorCode.DUPLICATE_SEQUENCE_NUMBER
+    else:
+        # Kafka acknowledges a resent batch as the first write was: its base offset, and that
+        # write's (max) timestamp in log_append_time_ms; it appends nothing
+        assert (dup.error_code, dup.base_offset, dup.log_append_time_ms) == (0, 0, a_minute_ago)
+    assert produce(7, 1).error_code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER  # a gap
+    nxt = produce(3, 2)
+    assert (nxt.error_code, nxt.base_offset) == (0, 3)
+    # an old sequence number that starts none of the written batches
+    older = produce(1, 1).error_code
+    if is_tansu(broker):
+        assert older == ErrorCode.DUPLICATE_SEQUENCE_NUMBER
+    else:
+        assert older == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+    got = read_back(broker.bootstrap_servers, topic, 1, 5)
+    assert [(r.offset, r.value) for r in got] == list(
+        enumerate([b"x0", b"x1", b"x2", b"x0", b"x1"])
+    )
 
 
 # --- Garbage: real responses, truncated and corrupted -----------------------------------------
@@ -321,7 +506,8 @@ def _real_responses(conn: Connection, topic: str) -> List[Tuple[Any, int, bytes]
     calls: List[Tuple[Any, int]] = [(ApiVersionsRequest(), v) for v in range(4)]
     calls += [(MetadataRequest([topic], False), v) for v in (0, 1, 5, 8, 9, 10, 12)]
     calls += [(InitProducerIdRequest(), v) for v in (3, 4)]
-    calls += [(CreateTopicsRequest([NewTopic(topic, 2)]), v) for v in (0, 4, 5, 7)]
+    lo = conn.api_range(CreateTopicsRequest)[0]  # Kafka 4: v2 on
+    calls += [(CreateTopicsRequest([NewTopic(topic, 2)]), v) for v in (0, 2, 4, 5, 7) if v >= lo]
     calls += [(ProduceRequest(-1, 10000, {topic: [(1, batch([b"g"]))]}), v) for v in (3, 5, 8, 9)]
     return [(req, v, conn.raw_call(req, v)) for req, v in calls]
 
@@ -368,7 +554,7 @@ def test_corrupted_real_responses_decode_or_raise_corrupt_response(
     "api_version, idempotence", [((0, 11, 0), False), ((2, 5, 0), True), ((2, 8, 0), True)]
 )
 def test_a_producer_capped_to_an_older_produce_version_keeps_sending(
-    broker: LocalBroker,
+    broker: Broker,
     new_topic: Callable[..., str],
     api_version: Tuple[int, int, int],
     idempotence: bool,
