@@ -92,6 +92,46 @@ def test_out_of_order_for_a_later_batch_is_retried_without_reset() -> None:
     assert not tm.is_send_to_partition_allowed(TP)
 
 
+def _passed_by_a_later_batch(tm: TransactionManager) -> Any:
+    """b1 answered NOT_LEADER_OR_FOLLOWER, then b2 written (a new leader with no state for the
+    id takes any first sequence), then b1's retry answered OUT_OF_ORDER_SEQUENCE_NUMBER."""
+    tm.set_producer_id_and_epoch(7, 0)
+    b1, b2 = FakeBatch(TP, 2), FakeBatch(TP, 3)
+    tm.sequence_batch(b1)  # the drain's step (a transaction's partition added or not)
+    tm.sequence_batch(b2)
+    assert tm.can_retry(errors.NotLeaderForPartitionError(), b1, -1)
+    tm.handle_completed_batch(b2, base_offset=0)
+    return b1
+
+
+def test_a_batch_passed_by_a_later_one_goes_again_under_a_new_id() -> None:
+    tm = TransactionManager()
+    b1 = _passed_by_a_later_batch(tm)
+    # waiting cannot close the gap (sequences 2-4 are written): a new id, b1 from sequence 0
+    assert tm.can_retry(errors.OutOfOrderSequenceNumberError(), b1, -1)
+    assert tm.reset_requested()
+    tm.set_producer_id_and_epoch(8, 0)
+    assert (b1.producer_id, b1.base_sequence) == (8, 0)
+
+
+def test_a_batch_passed_by_a_later_one_fails_when_it_may_be_in_the_log() -> None:
+    tm = TransactionManager()
+    tm.set_producer_id_and_epoch(7, 0)
+    b1, b2 = drain(tm, FakeBatch(TP, 2)), drain(tm, FakeBatch(TP, 3))
+    # b1's request timed out: the broker may have written it; sending it under a new id could
+    # write it twice, so it is not retried
+    assert tm.can_retry(errors.RequestTimedOutError(), b1, -1)
+    tm.handle_completed_batch(b2, base_offset=2)
+    assert not tm.can_retry(errors.OutOfOrderSequenceNumberError(), b1, -1)
+    assert not tm.reset_requested()
+
+
+def test_a_transactional_batch_passed_by_a_later_one_fails() -> None:
+    tm = TransactionManager(transactional_id="t")
+    b1 = _passed_by_a_later_batch(tm)
+    assert not tm.can_retry(errors.OutOfOrderSequenceNumberError(), b1, -1)
+
+
 def test_reset_renumbers_waiting_batches_from_zero_in_order() -> None:
     tm = TransactionManager()
     tm.set_producer_id_and_epoch(7, 0)

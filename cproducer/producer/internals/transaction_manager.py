@@ -150,6 +150,14 @@ class PendingOffsets:
         self.group_coordinator: Optional[Node] = None
 
 
+# errors after which a request's outcome is unknown: it may have been written
+_OUTCOME_UNKNOWN = (
+    errors.KafkaConnectionError,
+    errors.RequestTimedOutError,
+    errors.KafkaTimeoutError,
+)
+
+
 class _PartitionEntry:
     __slots__ = (
         "producer_id_and_epoch",
@@ -157,6 +165,7 @@ class _PartitionEntry:
         "last_acked_sequence",
         "in_flight",
         "last_acked_offset",
+        "outcome_unknown",
     )
 
     def __init__(self, producer_id_and_epoch: Tuple[int, int]) -> None:
@@ -165,6 +174,9 @@ class _PartitionEntry:
         self.last_acked_sequence = -1
         self.in_flight: List[Any] = []  # ProducerBatch, sorted by base_sequence
         self.last_acked_offset = -1
+        # a request of this partition under the current id ended without an answer (a dropped
+        # connection, a timeout): the broker may hold a batch we never saw acknowledged
+        self.outcome_unknown = False
 
 
 def remove_batch(batches: List[Any], batch: Any) -> None:
@@ -368,6 +380,7 @@ class TransactionManager:
                 entry.producer_id_and_epoch = pid_epoch
                 entry.next_sequence = 0
                 entry.last_acked_sequence = -1
+                entry.outcome_unknown = False
             seq = entry.next_sequence
             batch.set_producer_state(
                 pid_epoch[0], pid_epoch[1], seq, self.transactional_id is not None
@@ -402,6 +415,7 @@ class TransactionManager:
         entry.producer_id_and_epoch = self._pid_epoch
         entry.next_sequence = seq
         entry.last_acked_sequence = -1
+        entry.outcome_unknown = False
 
     # ------------------------------------------------------------------ outcomes (Sender)
     def handle_completed_batch(self, batch: Any, base_offset: int) -> None:
@@ -484,14 +498,37 @@ class TransactionManager:
                 # The broker lost our state (e.g. log head deleted): new id, sequences from 0.
                 self.request_producer_id_reset(f"UNKNOWN_PRODUCER_ID for {tp}")
                 return True
+            if entry is not None and isinstance(error, _OUTCOME_UNKNOWN):
+                entry.outcome_unknown = True
             if isinstance(error, errors.OutOfOrderSequenceNumberError):
                 is_next = entry is not None and batch.base_sequence == entry.last_acked_sequence + 1
+                if entry is not None and self._passed_by_later_batch(entry, batch):
+                    # The broker wrote later sequences of this id before this batch: a broker
+                    # with no state for the id takes any first sequence, e.g. a new leader that
+                    # answered this batch NOT_LEADER_OR_FOLLOWER and took the next request a
+                    # moment later. Waiting cannot close that gap. Every attempt was answered
+                    # (nothing of this batch can be in the log), so the idempotent producer
+                    # sends it again under a new id; a transaction fails it (abortable).
+                    if self.transactional_id is not None or entry.outcome_unknown:
+                        return False
+                    self.request_producer_id_reset(
+                        f"OUT_OF_ORDER_SEQUENCE_NUMBER for {tp}: later sequences were written"
+                    )
+                    return True
                 if not is_next:
                     # an earlier batch has not landed yet: retry once it has
                     return True
                 self.request_producer_id_reset(f"OUT_OF_ORDER_SEQUENCE_NUMBER for {tp}")
                 return True
             return bool(getattr(error, "retriable", False))
+
+    @staticmethod
+    def _passed_by_later_batch(entry: _PartitionEntry, batch: Any) -> bool:
+        return (
+            batch.producer_id == entry.producer_id_and_epoch[0]
+            and batch.producer_epoch == entry.producer_id_and_epoch[1]
+            and 0 <= batch.base_sequence <= entry.last_acked_sequence
+        )
 
     # ------------------------------------------------------------------ transactions: API side
     def _require_transactional(self, what: str) -> None:
