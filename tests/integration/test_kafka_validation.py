@@ -50,8 +50,9 @@ def _topic(kafka: ApacheKafka, partitions: int, **configs: str) -> str:
     """A new topic (``max_message_bytes="65536"``: max.message.bytes) whose partitions take
     writes. The broker's Metadata names a new partition's leader a moment before the partition
     takes writes: a first batch refused NOT_LEADER_OR_FOLLOWER there while the batch behind it
-    is written would retry OUT_OF_ORDER_SEQUENCE_NUMBER until delivery.timeout.ms, in Java's
-    producer too (KAFKA-15591, the broker's to fix). ListOffsets answers from the same state."""
+    is written (KAFKA-15591, the broker's to fix) would not land in the order sent (Java's
+    producer retries it until delivery.timeout.ms; this one sends it again under a new producer
+    id, after the batch that passed it). ListOffsets answers from the same state."""
     name = f"validation-{uuid.uuid4().hex[:10]}"
     kafka.create_topic(
         name, partitions, configs={k.replace("_", "."): v for k, v in configs.items()}
