@@ -23,7 +23,7 @@ import sys
 import tempfile
 import time
 import weakref
-from typing import Any, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from cproducer.errors import (
     KafkaError,
@@ -114,13 +114,20 @@ def _parse(bootstrap: str) -> Tuple[str, int]:
 
 
 def create_topic(
-    bootstrap: str, name: str, partitions: int, timeout: float = 10.0, if_missing: bool = True
+    bootstrap: str,
+    name: str,
+    partitions: int,
+    timeout: float = 10.0,
+    if_missing: bool = True,
+    configs: Optional[Dict[str, str]] = None,
 ) -> None:
-    """CreateTopics, then wait until Metadata shows every partition with a leader."""
+    """CreateTopics (``configs``: topic settings such as ``max.message.bytes``), then wait until
+    Metadata shows every partition with a leader."""
     if not isinstance(partitions, int) or isinstance(partitions, bool) or partitions < 1:
         raise ValueError(f"partitions must be an int >= 1, got {partitions!r}")
     host, port = _parse(bootstrap)
-    resp = request(host, port, CreateTopicsRequest([NewTopic(name, partitions)]), 4)
+    topic = NewTopic(name, partitions, configs=dict(configs or {}))
+    resp = request(host, port, CreateTopicsRequest([topic]), 4)
     for t in resp.topics:
         err = exception_for(t.error_code, t.error_message)
         if err is not None and not (if_missing and isinstance(err, TopicAlreadyExistsError)):
@@ -260,8 +267,10 @@ class LocalBroker:
         self.stop()
         self.start()
 
-    def create_topic(self, name: str, partitions: int) -> None:
-        create_topic(self.bootstrap_servers, name, partitions)
+    def create_topic(
+        self, name: str, partitions: int, configs: Optional[Dict[str, str]] = None
+    ) -> None:
+        create_topic(self.bootstrap_servers, name, partitions, configs=configs)
 
     def __enter__(self) -> LocalBroker:
         return self.start()
