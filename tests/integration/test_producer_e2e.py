@@ -119,6 +119,27 @@ def test_unkeyed_records_spread_in_sticky_runs(broker: LocalBroker, adaptive: bo
         assert all(0.10 < c / n < 0.40 for c in counts.values()), counts
 
 
+@pytest.mark.kafka
+def test_records_sent_the_moment_a_topic_is_created_all_land(kafka_broker: ApacheKafka) -> None:
+    """Apache Kafka names a new partition's leader in Metadata a moment before the leader takes
+    writes (KAFKA-15591): the first batch is refused NOT_LEADER_OR_FOLLOWER while the next
+    request, a moment later, is written (the broker takes any first sequence of a producer id it
+    has no state for). The refused batch cannot be written under that id any more: it goes
+    again under a new one. Every record lands once."""
+    n = 20000
+    for _ in range(3):  # the moment is short: a few topics make meeting it likely
+        topic = f"e2e-new-{uuid.uuid4().hex[:10]}"
+        kafka_broker.create_topic(topic, 4, writable=False)
+        with KafkaProducer(
+            bootstrap_servers=kafka_broker.bootstrap_servers, batch_size=4096, linger_ms=0
+        ) as producer:
+            futs = [producer.send(topic, b"%d" % i) for i in range(n)]
+            producer.flush(60)
+            assert all(f.get(0).offset >= 0 for f in futs)
+        values = [r.value for r in read_back(kafka_broker.bootstrap_servers, topic, 4, n)]
+        assert len(values) == n and {int(v) for v in values} == set(range(n))
+
+
 def test_explicit_partition_timestamp_and_nulls(broker: LocalBroker) -> None:
     topic = _topic(broker, 3)
     ts = 1_600_000_000_123

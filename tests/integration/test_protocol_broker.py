@@ -21,13 +21,12 @@ import random
 import socket
 import struct
 import time
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from cproducer.errors import CorruptResponseError
-from cproducer.localbroker import request
 from cproducer.protocol import (
     ApiVersionsRequest,
     CreateTopicsRequest,
@@ -36,8 +35,6 @@ from cproducer.protocol import (
     MetadataRequest,
     NewTopic,
     ProduceRequest,
-    Reader,
-    Writer,
     choose_version,
     decode_response,
     decode_response_header,
@@ -133,55 +130,6 @@ class Connection:
 def conn(broker: Broker) -> Iterator[Connection]:
     with Connection(broker) as c:
         yield c
-
-
-class _ListOffsetsV1:
-    """ListOffsets (key 2) v1 for the latest offsets: a question only a partition's leader
-    answers (the producer has no codec for it, so it lives here)."""
-
-    API_KEY = 2
-    FIRST_FLEXIBLE_VERSION = 6
-
-    def __init__(self, topic: str, partitions: Iterable[int]) -> None:
-        self.topic, self.partitions = topic, list(partitions)
-
-    def encode_body(self, version: int) -> List[Any]:
-        w = Writer().int32(-1).array_length(1).string(self.topic)
-        w.array_length(len(self.partitions))
-        for p in self.partitions:
-            w.int32(p).int64(-1)  # -1: the latest offset
-        return [w.buf]
-
-    def decode_response(self, version: int, data: memoryview) -> Dict[int, int]:
-        """{partition: error code}"""
-        r, errors = Reader(data), {}
-        for _ in range(r.array_length()):
-            r.string()
-            for _ in range(r.array_length()):
-                partition, errors[partition] = r.int32(), r.int16()
-                r.int64(), r.int64()  # timestamp, offset
-        return errors
-
-
-@pytest.fixture
-def new_topic(new_topic: Callable[..., str], broker: Broker) -> Callable[..., str]:
-    """conftest's ``new_topic``, returning once every partition's leader takes requests. Apache
-    Kafka shows a new partition's leader in Metadata (what conftest waits for) a moment before
-    the leader's replica manager takes the leadership: meanwhile it answers Produce (and
-    ListOffsets) NOT_LEADER_OR_FOLLOWER."""
-
-    def make(partitions: int = 1) -> str:
-        topic = new_topic(partitions=partitions)
-        deadline = time.monotonic() + 10
-        while True:
-            errors = request(broker.host, broker.port, _ListOffsetsV1(topic, range(partitions)), 1)
-            if errors == dict.fromkeys(range(partitions), 0):
-                return topic
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{topic}: partitions not led after 10 s: {errors}")
-            time.sleep(0.01)
-
-    return make
 
 
 def listed_metadata(conn: Connection, topics: List[str], version: int) -> Any:

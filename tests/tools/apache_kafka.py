@@ -32,6 +32,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional
 from cproducer.errors import KafkaError, KafkaTimeoutError, TopicAlreadyExistsError, exception_for
 from cproducer.localbroker import free_port, host_port, request
 from cproducer.protocol import CreateTopicsRequest, MetadataRequest, NewTopic
+from cproducer.protocol.primitives import Reader, Writer
 
 LIBS_ENV = "CPRODUCER_KAFKA_LIBS"
 _REPO = Path(__file__).resolve().parents[2]
@@ -76,6 +77,33 @@ _COMMON = {
     "num.network.threads": "2",
     "num.io.threads": "4",
 }
+
+
+class ListOffsetsV1:
+    """ListOffsets (key 2) v1 for the latest offsets of ``partitions`` of ``topic``; the answer
+    is ``{partition: error code}`` (the producer has no codec for it, so it lives here)."""
+
+    API_KEY = 2
+    FIRST_FLEXIBLE_VERSION = 6
+
+    def __init__(self, topic: str, partitions: Iterable[int]) -> None:
+        self.topic, self.partitions = topic, list(partitions)
+
+    def encode_body(self, version: int) -> List[Any]:
+        w = Writer().int32(-1).array_length(1).string(self.topic)
+        w.array_length(len(self.partitions))
+        for p in self.partitions:
+            w.int32(p).int64(-1)  # -1: the latest offset
+        return [w.buf]
+
+    def decode_response(self, version: int, data: memoryview) -> Dict[int, int]:
+        r, errors = Reader(data), {}
+        for _ in range(r.array_length()):
+            r.string()
+            for _ in range(r.array_length()):
+                partition, errors[partition] = r.int32(), r.int16()
+                r.int64(), r.int64()  # timestamp, offset
+        return errors
 
 
 def libs_dir() -> Path:
@@ -336,9 +364,14 @@ class _Brokers:
         replication_factor: Optional[int] = None,
         configs: Optional[Mapping[str, str]] = None,
         timeout: float = 30.0,
+        writable: bool = True,
     ) -> None:
         """CreateTopics, then wait until every running broker's Metadata shows every partition
-        with a leader (a producer may ask any of them first)."""
+        with a leader (a producer may ask any of them first) and, with ``writable``, until each
+        leader takes requests for its partitions. The broker's Metadata names a new partition's
+        leader a moment before the leader's replica manager has taken the leadership
+        (KAFKA-15591): meanwhile Produce is answered NOT_LEADER_OR_FOLLOWER. ``writable=False``
+        leaves a test in that moment."""
         rf = self.replication_factor if replication_factor is None else replication_factor
         node = next(n for n in self.brokers if n.running)
         port = node.listeners["PLAINTEXT"]
@@ -353,6 +386,22 @@ class _Brokers:
             if time.monotonic() > deadline:
                 raise KafkaTimeoutError(f"topic {name!r} without leaders after {timeout} s")
             time.sleep(0.05)
+        while writable and not self._led(name, partitions):
+            if time.monotonic() > deadline:
+                raise KafkaTimeoutError(f"topic {name!r}: leaders not taking writes in {timeout} s")
+            time.sleep(0.02)
+
+    def _led(self, topic: str, partitions: int) -> bool:
+        """Every partition's leader answers ListOffsets for it (the question only a leader
+        answers) without an error."""
+        by_leader: Dict[int, List[int]] = {}
+        for p in range(partitions):
+            by_leader.setdefault(self.leader_of(topic, p), []).append(p)
+        for leader, parts in by_leader.items():
+            port = self.nodes[leader].listeners["PLAINTEXT"]
+            if any(request(self.host, port, ListOffsetsV1(topic, parts), 1).values()):
+                return False
+        return True
 
     def _has_leaders(self, node: KafkaNode, name: str, partitions: int) -> bool:
         port = node.listeners["PLAINTEXT"]
