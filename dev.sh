@@ -59,6 +59,11 @@ kafka_libs() {
     local stamp="$CPRODUCER_KAFKA_LIBS/.pom-sha256" sum
     sum=$(sha256sum tests/java/pom.xml | cut -d' ' -f1)
     [ "$(cat "$stamp" 2>/dev/null)" = "$sum" ] && return
+    if ! command -v mvn >/dev/null || ! command -v javac >/dev/null; then
+        as_root apt-get update -q
+        DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -q --no-install-recommends \
+            maven openjdk-17-jdk-headless
+    fi
     rm -rf "$CPRODUCER_KAFKA_LIBS"
     mkdir -p "$CPRODUCER_KAFKA_LIBS"
     mvn -q -B -f tests/java/pom.xml dependency:copy-dependencies -DincludeScope=runtime \
