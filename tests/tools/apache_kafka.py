@@ -6,10 +6,10 @@ names another directory).
 - ``ApacheKafka()``: one combined node (broker and controller in one JVM), the suite's second
   broker beside Tansu. The same attributes as ``LocalBroker`` (``host``, ``port``,
   ``bootstrap_servers``, ``process``, ``create_topic``, ``log_tail``), so a test runs on either.
-  ``listeners`` adds SASL/SSL listeners (``{"SASL_PLAINTEXT": port}``) and ``properties`` any
-  broker setting.
+  ``listeners`` adds SASL/SSL listeners (``{"SASL_PLAINTEXT": None}``: on a free port) and
+  ``properties`` any broker setting.
 - ``ApacheKafkaCluster(3)``: three broker-only nodes (ids 1..3) and one controller-only node
-  (id 100, the whole quorum); ``kill(node_id)`` (SIGKILL) and ``start(node_id)`` again, on the
+  (id 100, the whole quorum); ``kill(node_id)`` (SIGKILL) and ``start_node(node_id)`` again, on the
   same ports and data. Replication factor 3 and ``min.insync.replicas=2`` by default.
 
 Each node writes its log (log4j2) to ``<dir>/server.log``; ``log_tail()`` returns its end, for a
@@ -466,7 +466,7 @@ class ApacheKafka(_Brokers):
 
     def __init__(
         self,
-        listeners: Optional[Mapping[str, int]] = None,
+        listeners: Optional[Mapping[str, Optional[int]]] = None,
         properties: Optional[Mapping[str, str]] = None,
         root: Optional[Path] = None,
     ) -> None:
