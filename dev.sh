@@ -140,7 +140,11 @@ shift || true
 case "$cmd" in
     setup) setup ;;
     test) setup; kafka_libs; exec "$VENV/bin/python" -m pytest "$@" ;;
-    perf) setup; kafka_libs; exec "$VENV/bin/python" benchmarks/perf_broker.py "$@" ;;
+    perf)
+        setup
+        case " $* " in *" --broker kafka "* | *" --broker=kafka "*) kafka_libs ;; esac
+        exec "$VENV/bin/python" benchmarks/perf_broker.py "$@"
+        ;;
     kafka-libs) kafka_libs ;;
     demo) setup; exec "$VENV/bin/python" -m cproducer.demo "$@" ;;
     lint)
