@@ -1,5 +1,6 @@
 """The producer against several (virtual) brokers: the VirtualCluster proxy (tests/tools) makes one
-Tansu look like 3 nodes, each leading partitions p % 3. Read back with librdkafka through it."""
+broker (Tansu or Apache Kafka) look like 3 nodes, each leading partitions p % 3. Read back with
+librdkafka through it."""
 
 from __future__ import annotations
 

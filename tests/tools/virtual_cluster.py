@@ -1,10 +1,11 @@
 """A protocol-aware proxy that presents several virtual brokers over one real broker.
 
-Tansu runs as one node. ``VirtualCluster`` listens on N loopback ports, one per virtual node
-(ids 0..N-1), and forwards every request to the real broker over a connection of its own. It
-rewrites the answers that name brokers: Metadata lists the N virtual nodes and makes node
-``p % N`` the leader of partition ``p`` (the next live node if that one is down), FindCoordinator
-names a live virtual node. Everything else passes through byte for byte.
+The test brokers (Tansu, a one-node Apache Kafka) run as one node. ``VirtualCluster`` listens on
+N loopback ports, one per virtual node (ids 0..N-1), and forwards every request to the real
+broker over a connection of its own. It rewrites the answers that name brokers: Metadata lists
+the N virtual nodes and makes node ``p % N`` the leader of partition ``p`` (the next live node if
+that one is down), FindCoordinator names a live virtual node. Everything else passes through byte
+for byte, but for the leader epochs of a consumer's requests (below).
 
 Knobs, per node, changeable while clients run:
 - ``set_produce_service_ms(node, ms)``: the node handles Produce requests one at a time (across
@@ -24,6 +25,12 @@ Knobs, per node, changeable while clients run:
   as a broker whose metadata cache lags does (the case KIP-951 is about); ``thaw_metadata()``;
 - ``stop_answering_metadata()``: Metadata requests are taken but never answered (nor anything
   after them on the same connection), as by a broker that hangs (KIP-1102's case).
+
+Leader epochs: the broker knows only its own (the proxy's are higher once a leader moved). A
+consumer sends the epoch it has from Metadata in Fetch, ListOffsets and OffsetForLeaderEpoch
+(KIP-320's CurrentLeaderEpoch); once a leader has moved, the proxy sends these requests up with
+it unset (-1: the broker skips the check), or Apache Kafka would answer them FENCED_LEADER_EPOCH
+or UNKNOWN_LEADER_EPOCH for as long as the client asks (Tansu does not check the epoch).
 
 Leadership is enforced once a leader has moved (a move or a failure): a Produce request reaching a
 node for a partition it does not lead is answered NOT_LEADER_OR_FOLLOWER for that partition (the
@@ -52,6 +59,7 @@ import threading
 import time
 from typing import Any, Dict, List, Optional, Set, Tuple
 
+from kafka.protocol.consumer import FetchRequest, ListOffsetsRequest, OffsetForLeaderEpochRequest
 from kafka.protocol.metadata import ApiVersionsResponse, FindCoordinatorResponse, MetadataResponse
 from kafka.protocol.producer import (
     AddPartitionsToTxnRequest,
@@ -68,6 +76,13 @@ _SIZE = struct.Struct(">i")
 _HEADER = struct.Struct(">hhi")  # api_key, api_version, correlation_id
 METADATA, FIND_COORDINATOR, PRODUCE, END_TXN, ADD_PARTITIONS_TO_TXN = 3, 10, 0, 26, 24
 API_VERSIONS = 18
+FETCH, LIST_OFFSETS, OFFSET_FOR_LEADER_EPOCH = 1, 2, 23
+# the requests that carry the client's CurrentLeaderEpoch (KIP-320), from these versions on
+_CURRENT_LEADER_EPOCH = {
+    FETCH: (FetchRequest, 9),
+    LIST_OFFSETS: (ListOffsetsRequest, 4),
+    OFFSET_FOR_LEADER_EPOCH: (OffsetForLeaderEpochRequest, 2),
+}
 _NEVER: Any = object()  # the answer slot of a request that is never answered
 NOT_LEADER_OR_FOLLOWER = 6
 FIRST_LEADER_HINT_VERSION = 10  # KIP-951: CurrentLeader and NodeEndpoints in Produce answers
@@ -286,6 +301,8 @@ class VirtualCluster:
                         await slots.put((cid, api_key, version, answer, moved))
                         continue
                 await slots.put((cid, api_key, version, None, moved))
+                if api_key in _CURRENT_LEADER_EPOCH and self.leader_moves:
+                    frame = _without_current_leader_epoch(api_key, frame, version)
                 if api_key == INIT_PRODUCER_ID and version < self.init_producer_id_version:
                     frame = _init_producer_id_at(self.init_producer_id_version, frame, version)
                 elif api_key == INIT_PRODUCER_ID and self.epoch_bump_by_init:
@@ -487,6 +504,18 @@ def _encode(resp: Any, api_key: int, version: int, cid: int) -> bytes:
     header = _SIZE.pack(cid) + (b"\x00" if version >= _FIRST_FLEXIBLE[api_key] else b"")
     resp._header = None  # made or decoded without a header; encode() looks for one
     return header + bytes(resp.encode(version=version))
+
+
+def _without_current_leader_epoch(api_key: int, frame: bytes, version: int) -> bytes:
+    """The request ``frame`` with every partition's CurrentLeaderEpoch unset (-1)."""
+    cls, first = _CURRENT_LEADER_EPOCH[api_key]
+    if version < first:
+        return frame
+    request: Any = cls.decode(frame, version=version, header=True)
+    for t in request.topics:
+        for p in t.partitions:
+            p.current_leader_epoch = -1
+    return bytes(request.encode(version=version, header=True))
 
 
 def _init_producer_id_at(version: int, frame: bytes, client_version: int) -> bytes:
