@@ -342,6 +342,13 @@ cdef class ProducePath:
         finally:
             self.draining = False
 
+    def purge_waiting(self, error):
+        """Complete every message still waiting for its topic's metadata with ``error`` (as
+        librdkafka's purge of its UA partitions: ``abort_transaction()``, ``purge()``)."""
+        cdef _Topic st
+        for st in list(self.topics.values()):
+            self._fail_waiting(st, error, _mono_ms() + self.message_timeout_ms)
+
     cdef void _fail_waiting(self, _Topic st, error, long long now) except *:
         # the messages that waited message.timeout.ms (all of them when now is in the future)
         cdef Message m

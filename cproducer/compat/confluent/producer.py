@@ -18,7 +18,8 @@ yet reported, and ``produce()`` raises ``BufferError`` when ``queue.buffering.ma
 (Cython), bound to the instance.
 
 What differs (documented in the README): messages waiting for their topic's metadata are sent by
-the next ``produce()``/``poll()``/``flush()`` (librdkafka's own thread sends them); ``poll()``
+the next ``produce()``/``poll()``/``flush()`` (librdkafka's own thread sends them), or by
+``commit_transaction()`` before it commits (``abort_transaction()`` purges them); ``poll()``
 counts one event per message (librdkafka one per batch of reports); ``len()`` counts messages
 only (librdkafka adds its queued protocol requests).
 """
@@ -229,6 +230,7 @@ class Producer:
         self._check_open()
         acc = self._kp._accumulator
         if in_queue:
+            self._path.purge_waiting(KafkaError(PURGE_QUEUE))
             acc.abort_undrained_batches(PurgedError(PURGE_QUEUE))
         if in_flight:
             purge_in_flight(acc.incomplete_batches(), KafkaError(PURGE_INFLIGHT))
@@ -310,14 +312,43 @@ class Producer:
         )
 
     def commit_transaction(self, timeout: Optional[float] = -1) -> None:
-        self._txn("commit_transaction", lambda: self._kp.commit_transaction(_timeout_s(timeout)))
+        """Commit every message produced in the transaction: those still waiting for their
+        topic's metadata are sent first (librdkafka's commit flushes its UA partition too)."""
+
+        def commit() -> None:
+            deadline = time.monotonic() + _timeout_s(timeout)
+            self._send_waiting(deadline)
+            self._kp.commit_transaction(max(0.0, deadline - time.monotonic()))
+
+        self._txn("commit_transaction", commit)
+
+    def _send_waiting(self, deadline: float) -> None:
+        """Hand the messages waiting for their topic's metadata to ``send`` (or fail them, as
+        ``drain`` does), waiting for metadata updates until ``deadline``."""
+        md = self._kp._metadata
+        while True:
+            version = md.version  # read before the drain: no update slips between
+            self._path.drain()
+            if not self._path.waiting:
+                return
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise errors.KafkaTimeoutError(
+                    f"{self._path.waiting} message(s) still wait for their topic's metadata"
+                )
+            try:
+                md.await_update(version, min(remaining, _WAITING_POLL_S * 10) * 1000.0)
+            except errors.KafkaTimeoutError:
+                pass  # drain again: a message may have timed out meanwhile
 
     def abort_transaction(self, timeout: Optional[float] = -1) -> None:
-        """Abort: in-flight messages report ``PURGE_INFLIGHT``, queued ones ``PURGE_QUEUE``."""
+        """Abort: in-flight messages report ``PURGE_INFLIGHT``, queued ones (and those waiting
+        for their topic's metadata) ``PURGE_QUEUE``."""
 
         def abort() -> None:
             acc = self._kp._accumulator
             if self._kp._transaction_manager.has_ongoing_transaction():
+                self._path.purge_waiting(KafkaError(PURGE_QUEUE))
                 purge_in_flight(acc.incomplete_batches(), KafkaError(PURGE_INFLIGHT))
             self._kp.abort_transaction(_timeout_s(timeout))
 
