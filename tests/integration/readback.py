@@ -80,6 +80,32 @@ def read_back(
         consumer.close()
 
 
+def committed(
+    bootstrap: str,
+    group: str,
+    topic: str,
+    partition: int = 0,
+    stable: bool = True,
+    timeout_s: float = 10.0,
+) -> Optional[int]:
+    """``group``'s committed offset of ``topic[partition]`` (None: none), by librdkafka's
+    ``committed()``. ``stable``: asked as a read_committed consumer asks (librdkafka's default),
+    with KIP-447's require_stable: while a transaction holds offsets of the group pending, Apache
+    Kafka answers UNSTABLE_OFFSET_COMMIT and librdkafka asks again until the transaction ends (or
+    the call times out). ``stable=False``: asked as a read_uncommitted consumer asks, answered at
+    once with the offsets committed so far, pending ones not among them. (Tansu answers both at
+    once.)"""
+    isolation = "read_committed" if stable else "read_uncommitted"
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": group, "isolation.level": isolation}
+    )
+    try:
+        (tp,) = consumer.committed([CKTopicPartition(topic, partition)], timeout=timeout_s)
+        return None if tp.offset < 0 else int(tp.offset)
+    finally:
+        consumer.close()
+
+
 def by_partition(records: List[ConsumedRecord]) -> Dict[int, List[ConsumedRecord]]:
     out: Dict[int, List[ConsumedRecord]] = {}
     for r in records:
