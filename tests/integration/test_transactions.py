@@ -1,11 +1,11 @@
-"""Transactions against the real broker (Tansu), read back with librdkafka (read_committed, its
-default): init/begin/commit/abort, the commit and abort markers, fencing, close with an open
-transaction, consumer offsets committed with a transaction (read back with librdkafka's
-``committed``), and the errors a user meets when calling things out of order.
+"""Transactions against the real brokers (Tansu and Apache Kafka), read back with librdkafka
+(read_committed, its default): init/begin/commit/abort, the commit and abort markers, fencing,
+close with an open transaction, consumer offsets committed with a transaction (read back with
+librdkafka's ``committed``), and the errors a user meets when calling things out of order.
 
-Tansu writes the markers (each takes an offset, which librdkafka skips) but does not hide aborted
-records from read_committed consumers (../shared/notes/broker.md), so an abort is checked by its
-marker and by the fate of the records, not by their invisibility."""
+Both write the markers (each takes an offset, which librdkafka skips). Apache Kafka hides aborted
+records from read_committed consumers; Tansu does not (../shared/notes/broker.md), so there an
+abort is checked by its marker and by the fate of the records, not by their invisibility."""
 
 from __future__ import annotations
 
@@ -14,12 +14,15 @@ import uuid
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import pytest
-from confluent_kafka import Consumer
+from confluent_kafka import KafkaException
 from confluent_kafka import TopicPartition as CKTopicPartition
 
 from cproducer import ConsumerGroupMetadata, KafkaProducer, TopicPartition, errors
 from cproducer.localbroker import LocalBroker
-from tests.integration.readback import by_partition, read_back
+from tests.integration.conftest import is_tansu
+from tests.integration.readback import by_partition, committed, read_back
+
+READ_UNCOMMITTED = {"isolation.level": "read_uncommitted"}
 
 
 def _producer(broker: LocalBroker, txn_id: str, **kw: Any) -> KafkaProducer:
@@ -101,13 +104,23 @@ def test_abort_fails_unsent_records_and_writes_a_marker_for_sent_ones(
         p.close(10)
     # 10 records (0-9), the abort marker (10), then "next" (11)
     assert last.get(0).offset == 11
-    values = [r.value for r in read_back(broker.bootstrap_servers, topic, 1, 11)]
-    assert b"next" in values and not any(v.startswith(b"u") for v in values)
+    uncommitted = read_back(broker.bootstrap_servers, topic, 1, 11, config=READ_UNCOMMITTED)
+    assert [r.value for r in uncommitted] == [b"s%d" % i for i in range(10)] + [b"next"]
+    # read_committed: the aborted records hidden (Tansu-only: shown)
+    visible = [r.value for r in uncommitted] if is_tansu(broker) else [b"next"]
+    values = [r.value for r in read_back(broker.bootstrap_servers, topic, 1, len(visible))]
+    assert values == visible
 
 
 def test_a_second_producer_with_the_same_id_fences_the_first(
     broker: LocalBroker, new_topic: Callable[..., str]
 ) -> None:
+    """The second producer's init_transactions bumps the epoch (and the coordinator aborts the
+    first producer's open transaction). The first producer's next record goes to a partition
+    already in its transaction: Apache Kafka's leader answers INVALID_PRODUCER_EPOCH (KIP-588),
+    abortable, and the abort's EndTxn is answered PRODUCER_FENCED, fatal (as Java's producer
+    reports it). Tansu answers the Produce PRODUCER_FENCED, as brokers before Kafka 2.7 did:
+    fatal at once (Tansu-only)."""
     topic = new_topic(1)
     first = _producer(broker, "tx-fence")
     second = _producer(broker, "tx-fence")
@@ -117,10 +130,19 @@ def test_a_second_producer_with_the_same_id_fences_the_first(
         first.send(topic, b"one", partition=0).get(10)
         second.init_transactions(10)  # bumps the epoch: the first producer is a zombie now
         zombie = first.send(topic, b"zombie", partition=0)
-        with pytest.raises(errors.ProducerFencedError):
-            zombie.get(10)
-        with pytest.raises(errors.ProducerFencedError):
-            first.commit_transaction(5)
+        if is_tansu(broker):
+            with pytest.raises(errors.ProducerFencedError):
+                zombie.get(10)
+            with pytest.raises(errors.ProducerFencedError):
+                first.commit_transaction(5)
+        else:
+            with pytest.raises(errors.InvalidProducerEpochError):
+                zombie.get(10)
+            with pytest.raises(errors.TransactionAbortableError) as commit:
+                first.commit_transaction(5)
+            assert isinstance(commit.value.__cause__, errors.InvalidProducerEpochError)
+            with pytest.raises(errors.ProducerFencedError):
+                first.abort_transaction(5)
         with pytest.raises(errors.ProducerFencedError):
             first.send(topic, b"again", partition=0)
         second.begin_transaction()
@@ -129,8 +151,12 @@ def test_a_second_producer_with_the_same_id_fences_the_first(
     finally:
         first.close(5)
         second.close(5)
-    values = [r.value for r in read_back(broker.bootstrap_servers, topic, 1, 2)]
-    assert b"zombie" not in values and b"two" in values
+    # the zombie's record never reached the log; the first producer's transaction was aborted
+    uncommitted = read_back(broker.bootstrap_servers, topic, 1, 2, config=READ_UNCOMMITTED)
+    assert sorted(r.value for r in uncommitted) == [b"one", b"two"]
+    visible = [b"one", b"two"] if is_tansu(broker) else [b"two"]  # Tansu shows aborted records
+    values = [r.value for r in read_back(broker.bootstrap_servers, topic, 1, len(visible))]
+    assert sorted(values) == visible
 
 
 def test_close_aborts_an_open_transaction(
@@ -202,15 +228,6 @@ def test_calls_out_of_order_raise_clear_errors(
     assert sorted(values) == [b"a", b"b", b"c"]
 
 
-def _committed(broker: LocalBroker, group: str, topic: str) -> Optional[int]:
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": group})
-    try:
-        (tp,) = consumer.committed([CKTopicPartition(topic, 0)], timeout=10)
-        return None if tp.offset < 0 else int(tp.offset)
-    finally:
-        consumer.close()
-
-
 def test_offsets_sent_to_a_transaction_commit_with_it_and_only_with_it(
     broker: LocalBroker, new_topic: Callable[..., str]
 ) -> None:
@@ -218,6 +235,7 @@ def test_offsets_sent_to_a_transaction_commit_with_it_and_only_with_it(
     # transactions are acknowledged and dropped; librdkafka's transactional producer sees the
     # same), so each case runs as the first transaction of its own producer and group.
     source, sink = new_topic(1), new_topic(1)
+    bs = broker.bootstrap_servers
 
     def fresh() -> Tuple[KafkaProducer, str]:
         p = _producer(broker, f"tx-offsets-{uuid.uuid4().hex[:8]}")
@@ -229,9 +247,15 @@ def test_offsets_sent_to_a_transaction_commit_with_it_and_only_with_it(
         p.begin_transaction()
         p.send(sink, b"out-1", partition=0)
         p.send_offsets_to_transaction({(source, 0): 10}, group, timeout=10)
-        assert _committed(broker, group, source) is None  # not before the commit
+        # not before the commit: a read_uncommitted consumer's committed() has no offset yet;
+        # Apache Kafka holds a read_committed consumer's (require_stable, KIP-447) until the
+        # transaction ends (Tansu-only: answered at once, without the pending offset)
+        assert committed(bs, group, source, stable=False) is None
+        if not is_tansu(broker):
+            with pytest.raises(KafkaException, match="Timed out"):
+                committed(bs, group, source, timeout_s=1)
         p.commit_transaction(10)
-        assert _committed(broker, group, source) == 10
+        assert committed(bs, group, source) == 10
     finally:
         p.close(10)
 
@@ -244,7 +268,7 @@ def test_offsets_sent_to_a_transaction_commit_with_it_and_only_with_it(
             [CKTopicPartition(source, 0, 20)], ConsumerGroupMetadata(group), timeout=10
         )
         p.abort_transaction(10)
-        assert _committed(broker, group, source) is None  # aborted offsets never count
+        assert committed(bs, group, source) is None  # aborted offsets never count
     finally:
         p.close(10)
 
@@ -260,7 +284,7 @@ def test_offsets_sent_to_a_transaction_commit_with_it_and_only_with_it(
             p.send_offsets_to_transaction(42, group)
         p.send_offsets_to_transaction({TopicPartition(source, 0): (30, "meta")}, group)
         p.commit_transaction(10)
-        assert _committed(broker, group, source) == 30
+        assert committed(bs, group, source) == 30
         with pytest.raises(errors.IllegalStateError, match="needs an open transaction"):
             p.send_offsets_to_transaction({(source, 0): 31}, group)
     finally:
