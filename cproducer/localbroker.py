@@ -144,10 +144,23 @@ def create_topic(
         time.sleep(0.02)
 
 
-def _terminate(proc: subprocess.Popen) -> None:
-    """At interpreter exit: no broker outlives the process that started it."""
-    if proc.poll() is None:
+def stop_process(proc: Optional[subprocess.Popen], timeout: float) -> None:
+    """SIGTERM, then SIGKILL if the process is still there after ``timeout`` s."""
+    if proc is None or proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
         proc.kill()
+        proc.wait()
+
+
+def kill_process(proc: Optional[subprocess.Popen]) -> None:
+    """SIGKILL, as a crash, and reap it (also at interpreter exit: no broker outlives the
+    process that started it)."""
+    if proc is not None and proc.poll() is None:
+        proc.send_signal(signal.SIGKILL)
         proc.wait()
 
 
@@ -212,7 +225,7 @@ class LocalBroker:
             )
         finally:
             log.close()
-        weakref.finalize(self, _terminate, self.process)
+        weakref.finalize(self, kill_process, self.process)  # none outlives us
         self._wait_ready(timeout)
         return self
 
@@ -245,21 +258,12 @@ class LocalBroker:
 
     def stop(self, timeout: float = 5.0) -> None:
         proc, self.process = self.process, None
-        if proc is None or proc.poll() is not None:
-            return
-        proc.terminate()
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc, timeout)
 
     def kill(self) -> None:
         """SIGKILL: for fault tests (in-flight requests see a dropped connection)."""
         proc, self.process = self.process, None
-        if proc is not None and proc.poll() is None:
-            proc.send_signal(signal.SIGKILL)
-            proc.wait()
+        kill_process(proc)
 
     def restart(self) -> None:
         """Stop and start on the same port. In-memory storage starts empty again: topics and

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterable, List, Mapping, Optional
 
 from cproducer.errors import KafkaError, KafkaTimeoutError, TopicAlreadyExistsError, exception_for
-from cproducer.localbroker import free_port, host_port, request
+from cproducer.localbroker import free_port, host_port, kill_process, request, stop_process
 from cproducer.protocol import CreateTopicsRequest, MetadataRequest, NewTopic
 from cproducer.protocol.primitives import Reader, Writer
 
@@ -173,13 +173,6 @@ def _run_java(main: str, *args: str, log4j: Optional[Path] = None, timeout: floa
     return proc.stdout
 
 
-def _terminate(proc: subprocess.Popen) -> None:
-    """At interpreter exit: no broker outlives the process that started it."""
-    if proc.poll() is None:
-        proc.kill()
-        proc.wait()
-
-
 class KafkaNode:
     """One Kafka JVM: its ports, its properties file, its data and its log under ``dir``."""
 
@@ -229,7 +222,7 @@ class KafkaNode:
             )  # fmt: skip
         finally:
             out.close()
-        weakref.finalize(self, _terminate, self.process)
+        weakref.finalize(self, kill_process, self.process)
 
     @property
     def running(self) -> bool:
@@ -238,21 +231,12 @@ class KafkaNode:
     def kill(self) -> None:
         """SIGKILL, as a crash: nothing flushed, connections dropped."""
         proc, self.process = self.process, None
-        if proc is not None and proc.poll() is None:
-            proc.send_signal(signal.SIGKILL)
-            proc.wait()
+        kill_process(proc)
 
     def stop(self, timeout: float = 20.0) -> None:
         """SIGTERM, a controlled shutdown (leadership moved away first in a cluster)."""
         proc, self.process = self.process, None
-        if proc is None or proc.poll() is not None:
-            return
-        proc.terminate()
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc, timeout)
 
     def pause(self) -> None:
         """SIGSTOP: the node stops answering, its connections stay open."""
