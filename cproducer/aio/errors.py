@@ -13,7 +13,7 @@ aiokafka raises in the same situation, keeping the engine's error as ``__cause__
 
 from __future__ import annotations
 
-from typing import Any, Dict, Type
+from typing import Any, Dict, Optional, Type
 
 from cproducer import errors as engine_errors
 
@@ -450,6 +450,11 @@ _CLIENT_ERRORS = (
 _FENCED_CODES = frozenset((engine_errors.ProducerFencedError.errno, InvalidProducerEpoch.errno))
 
 
+def is_fenced(exc: Optional[BaseException]) -> bool:
+    """An engine error aiokafka reports as ProducerFenced."""
+    return getattr(exc, "errno", None) in _FENCED_CODES
+
+
 def translate(exc: BaseException) -> BaseException:
     """aiokafka's exception for an error of the engine, a new one each call (its
     ``__cause__`` is the engine's error). Other exceptions (a user's serializer raising
@@ -458,7 +463,7 @@ def translate(exc: BaseException) -> BaseException:
         return exc
     text = exc.args[0] if exc.args and isinstance(exc.args[0], str) else ""
     out: BaseException
-    if getattr(exc, "errno", None) in _FENCED_CODES:
+    if is_fenced(exc):
         out = ProducerFenced()
     elif isinstance(exc, engine_errors.SerializationError):
         out = TypeError(text)  # aiokafka's record builder raises TypeError for a non-bytes value

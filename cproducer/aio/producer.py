@@ -41,7 +41,11 @@ from cproducer.aio.partitioner import DEFAULT_PARTITIONER
 from cproducer.aio.structs import OffsetAndMetadata, RecordMetadata, TopicPartition
 from cproducer.aio.token_provider import LoopTokenProvider
 from cproducer.config import ProducerConfig
-from cproducer.producer.internals.transaction_manager import FATAL_ERROR, IN_TRANSACTION
+from cproducer.producer.internals.transaction_manager import (
+    ABORTABLE_ERROR,
+    FATAL_ERROR,
+    IN_TRANSACTION,
+)
 from cproducer.producer.kafka_producer import KafkaProducer
 from cproducer.utils.murmur2 import partition_for_key
 
@@ -480,10 +484,25 @@ class AIOKafkaProducer:
             )
         return self._require_started()
 
+    def _fence_on_epoch_error(self) -> None:
+        """aiokafka takes a record answered INVALID_PRODUCER_EPOCH (what Apache Kafka answers a
+        fenced producer's Produce since KIP-588) as fenced: fatal. The engine, as Java, makes
+        the transaction abortable and learns of the fencing from the abort; the facade ends
+        the producer at once, as aiokafka does."""
+        tm = self._transaction_manager
+        if tm.state == ABORTABLE_ERROR and errors.is_fenced(tm.last_error):
+            fenced = engine_errors.ProducerFencedError(
+                "a newer producer with the same transactional_id fenced this one"
+            )
+            fenced.__cause__ = tm.last_error
+            tm.transition_to_fatal_error(fenced)
+
     async def _in_thread(self, fn: Callable[..., Any], *args: Any) -> None:
+        self._fence_on_epoch_error()
         try:
             await self._loop.run_in_executor(None, fn, *args)
         except engine_errors.TransactionAbortableError as exc:
+            self._fence_on_epoch_error()
             # aiokafka raises the error that made the transaction abortable
             cause = exc.__cause__ or getattr(self._transaction_manager, "last_error", None)
             raise errors.translate(cause if cause is not None else exc) from exc
@@ -492,6 +511,7 @@ class AIOKafkaProducer:
 
     async def begin_transaction(self) -> None:
         engine = self._ensure_transactional()
+        self._fence_on_epoch_error()
         try:
             engine.begin_transaction()
         except engine_errors.KafkaError as exc:
@@ -532,6 +552,8 @@ class AIOKafkaProducer:
         await self._in_thread(engine.send_offsets_to_transaction, _offsets(offsets), group_id)
 
     def _is_fatal_error(self) -> bool:
+        if self._engine is not None:
+            self._fence_on_epoch_error()
         tm = self._transaction_manager if self._engine is not None else None
         return tm is not None and tm.state == FATAL_ERROR
 

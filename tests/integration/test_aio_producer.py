@@ -652,8 +652,12 @@ def test_a_fenced_producer_raises_producer_fenced(
 ) -> None:
     """A second producer with the same transactional_id fences the first: its records, its commit
     and its next transaction raise ProducerFenced, and ``transaction()`` does not try to abort
-    (a fatal error). (aiokafka on Tansu: the zombie's produce is answered UNKNOWN_SERVER_ERROR
-    and its commit never returns, so this runs on cproducer.aio only.)"""
+    (a fatal error). Apache Kafka answers the zombie's Produce INVALID_PRODUCER_EPOCH (KIP-588),
+    which aiokafka takes as fenced (the engine, as Java, as abortable: the facade keeps
+    aiokafka's rule). (aiokafka itself on Tansu: the zombie's produce is answered
+    UNKNOWN_SERVER_ERROR and its commit never returns; on Apache Kafka its record and commit
+    raise ProducerFenced, then ``transaction()`` fails an assertion of its own: so this runs on
+    cproducer.aio only.)"""
     from cproducer.aio import AIOKafkaProducer, errors
 
     topic = new_topic(1)
