@@ -16,6 +16,7 @@ rate it gets is the broker's doing, not the client's."""
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 import uuid
@@ -66,15 +67,22 @@ class Requests:
         self.now = client.time_ms
         self.sent: List[Tuple[int, int, int]] = []
         self.answers: List[Tuple[int, int, int]] = []
+        # the order of the sends and answers: a request sent in the millisecond an answer came
+        # may have gone out before it (both on the producer's I/O thread)
+        self._events = itertools.count()
+        self._sent_order: List[int] = []
+        self._answer_order: List[int] = []
         send = client.send
 
         def recording_send(request: ClientRequest, now_ms: int) -> None:
             self.sent.append((self.now(), request.node_id, request.request.API_KEY))
+            self._sent_order.append(next(self._events))
             callback = request.callback
 
             def on_response(response: ClientResponse) -> None:
                 throttle = getattr(response.response, "throttle_time_ms", 0)
                 self.answers.append((response.received_ms, response.destination, throttle))
+                self._answer_order.append(next(self._events))
                 if callback is not None:
                     callback(response)
 
@@ -84,10 +92,14 @@ class Requests:
         client.send = recording_send  # type: ignore[method-assign]
 
     def sent_while_throttled(self) -> List[Tuple[int, int, int]]:
-        """The requests that went out to a node whose throttle time was still running."""
+        """The requests that went out to a node after an answer whose throttle time was still
+        running."""
         out = []
-        for at, node, api_key in self.sent:
-            if any(got <= at < got + t for got, n, t in self.answers if n == node and t > 0):
+        answers = list(zip(self.answers, self._answer_order))
+        for (at, node, api_key), i in zip(self.sent, self._sent_order):
+            if any(
+                j < i and got <= at < got + t for (got, n, t), j in answers if n == node and t > 0
+            ):
                 out.append((at, node, api_key))
         return out
 
