@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, List
+from typing import Any, List, Tuple
 
 import pytest
 
@@ -58,7 +58,8 @@ def answer(parts: dict) -> ClientResponse:
     return ClientResponse(None, 1, 0, ProduceResponse(parts))  # type: ignore[arg-type]
 
 
-def test_one_answer_completes_the_written_batches_and_retries_the_refused_one() -> None:
+def sender() -> Tuple[FakeAccumulator, FakeMetadata, TransactionManager, Sender]:
+    """A Sender over fakes, with an idempotent producer's transaction manager (id 7)."""
     acc, md = FakeAccumulator(), FakeMetadata()
     tm = TransactionManager()
     tm.set_producer_id_and_epoch(7, 0)
@@ -75,6 +76,11 @@ def test_one_answer_completes_the_written_batches_and_retries_the_refused_one() 
         transaction_manager=tm,
         clock=ManualClock(),
     )
+    return acc, md, tm, s
+
+
+def test_one_answer_completes_the_written_batches_and_retries_the_refused_one() -> None:
+    acc, md, tm, s = sender()
     (a, fa), (b, _), (c, fc) = sent_batch(A, tm, 2), sent_batch(B, tm, 1), sent_batch(C, tm, 3)
     s.in_flight_batches = {A: [a], B: [b], C: [c]}
     not_leader = errors.NotLeaderOrFollowerError.errno
@@ -109,22 +115,7 @@ def test_record_errors_fail_each_record_as_java_does() -> None:
     partition's error with its own message, several each get InvalidRecordError, and the other
     records of the batch a plain KafkaError (Java's Sender.failBatch); the batch's error, with the
     broker's message, is each one's cause. A batch of another partition is written."""
-    acc, md = FakeAccumulator(), FakeMetadata()
-    tm = TransactionManager()
-    tm.set_producer_id_and_epoch(7, 0)
-    s = Sender(
-        None,  # type: ignore[arg-type]
-        md,  # type: ignore[arg-type]
-        acc,  # type: ignore[arg-type]
-        guarantee_message_order=False,
-        max_request_size=1 << 20,
-        acks=-1,
-        retries=3,
-        request_timeout_ms=100,
-        delivery_timeout_ms=100_000,
-        transaction_manager=tm,
-        clock=ManualClock(),
-    )
+    acc, md, tm, s = sender()
     (a, fa), (b, fb), (c, fc) = sent_batch(A, tm, 3), sent_batch(B, tm, 2), sent_batch(C, tm, 3)
     s.in_flight_batches = {A: [a], B: [b], C: [c]}
     invalid, bad_time = errors.InvalidRecordError.errno, errors.InvalidTimestampError.errno
