@@ -29,10 +29,12 @@ def batch(tp: TopicPartition, created_ms: int) -> ProducerBatch:
     return b
 
 
-def sender(accumulator: Any, ordered: bool) -> Sender:
+def sender(
+    accumulator: Any, ordered: bool, client: Any = None, metadata: Any = None, **kw: Any
+) -> Sender:
     return Sender(
-        None,
-        None,
+        client,
+        metadata,
         accumulator,
         guarantee_message_order=ordered,
         max_request_size=1 << 20,
@@ -41,6 +43,7 @@ def sender(accumulator: Any, ordered: bool) -> Sender:
         request_timeout_ms=100,
         delivery_timeout_ms=1000,
         clock=ManualClock(),
+        **kw,
     )
 
 
@@ -124,18 +127,8 @@ def test_a_drained_retry_past_the_delivery_timeout_fails_and_is_not_sent() -> No
         b.close()
     acc, client = DrainingAccumulator([retried, fresh]), OneNodeClient()
     cluster = SimpleNamespace(node_by_id=lambda node_id: SimpleNamespace(id=node_id))
-    s = Sender(
-        client,  # type: ignore[arg-type]
-        SimpleNamespace(fetch=lambda: cluster),  # type: ignore[arg-type]
-        acc,  # type: ignore[arg-type]
-        guarantee_message_order=False,
-        max_request_size=1 << 20,
-        acks=-1,
-        retries=3,
-        request_timeout_ms=100,
-        delivery_timeout_ms=1000,
-        clock=ManualClock(),
-        batch_time_ms=lambda: 1500,
+    s = sender(
+        acc, False, client, SimpleNamespace(fetch=lambda: cluster), batch_time_ms=lambda: 1500
     )
     s.send_producer_data(0)
     assert isinstance(retried.result.error_for(0), errors.KafkaTimeoutError)
