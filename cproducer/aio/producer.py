@@ -46,6 +46,7 @@ from cproducer.producer.internals.transaction_manager import (
     FATAL_ERROR,
     IN_TRANSACTION,
 )
+from cproducer.producer.internals.txn_request_handlers import fenced
 from cproducer.producer.kafka_producer import KafkaProducer
 from cproducer.utils.murmur2 import partition_for_key
 
@@ -491,11 +492,7 @@ class AIOKafkaProducer:
         the producer at once, as aiokafka does."""
         tm = self._transaction_manager
         if tm.state == ABORTABLE_ERROR and errors.is_fenced(tm.last_error):
-            fenced = engine_errors.ProducerFencedError(
-                "a newer producer with the same transactional_id fenced this one"
-            )
-            fenced.__cause__ = tm.last_error
-            tm.transition_to_fatal_error(fenced)
+            tm.transition_to_fatal_error(fenced(tm.last_error))
 
     async def _in_thread(self, fn: Callable[..., Any], *args: Any) -> None:
         self._fence_on_epoch_error()
