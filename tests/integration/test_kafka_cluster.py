@@ -29,7 +29,7 @@ from tests.integration.readback import read_back
 from tests.tools.apache_kafka import ApacheKafkaCluster
 from tests.tools.cluster_faults import assert_clean, format_table, run_fault
 
-pytestmark = pytest.mark.kafka
+pytestmark = [pytest.mark.kafka, pytest.mark.cluster]
 
 PARTITIONS = 6
 
