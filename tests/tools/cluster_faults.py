@@ -13,7 +13,7 @@ KafkaConsumer.
 
 Fault modules: this one (a leader killed), ``faults_outage`` (replicas lost, the whole cluster
 restarted), ``faults_moves`` (controlled moves, network faults), ``faults_txn`` (the transaction
-coordinator killed). ``load_all()`` imports them.
+coordinator killed), ``faults_slow`` (one slow broker: KIP-794). ``load_all()`` imports them.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from tests.integration.readback import read_back, read_back_java
 from tests.tools.apache_kafka import ApacheKafkaCluster
 from tests.tools.seq_load import CLIENTS, IDEMPOTENT, Load, LoadResult, Verdict
 
-FAULT_MODULES = ["faults_outage", "faults_moves", "faults_txn"]
+FAULT_MODULES = ["faults_outage", "faults_moves", "faults_txn", "faults_slow"]
 
 # Java's setting name -> librdkafka's, where they differ
 LIBRDKAFKA_NAMES = {
