@@ -18,6 +18,7 @@ from cproducer.producer.partitioners import (
     Partitioner,
     RoundRobinPartitioner,
     UniformStickyPartitioner,
+    reruns_on_new_batch,
     resolve_partitioner,
 )
 from cproducer.utils.murmur2 import partition_for_key
@@ -35,42 +36,84 @@ def unkeyed(p: Any, c: Cluster, count: int, topic: str = "t") -> List[int]:
     return [p.partition(topic, None, None, b"v", b"v", c) for _ in range(count)]
 
 
-# -- DefaultPartitioner (before Kafka 2.4) --------------------------------------------------------
+# -- DefaultPartitioner (Kafka 2.4 to 3.x: KIP-480 for unkeyed records) ---------------------------
 
 
-def test_default_partitioner_round_robin_from_a_random_start() -> None:
-    p = DefaultPartitioner(random_start=lambda: 6)
-    assert unkeyed(p, cluster(4), 6) == [2, 3, 0, 1, 2, 3]
+def test_default_partitioner_sticks_to_one_partition_until_a_new_batch() -> None:
+    # Java's DefaultPartitioner since 2.4: unkeyed records stay on one partition (not round robin)
+    p = DefaultPartitioner(rng=random.Random(3))
+    c = cluster(4)
+    first = unkeyed(p, c, 1)[0]
+    assert unkeyed(p, c, 50) == [first] * 50
+    p.on_new_batch("t", c, first)
+    second = unkeyed(p, c, 1)[0]
+    assert second != first and unkeyed(p, c, 20) == [second] * 20
+    p.on_new_batch("t", c, first)  # stale: the partition stays
+    assert unkeyed(p, c, 1) == [second]
 
 
-def test_default_partitioner_over_available_then_all() -> None:
-    p = DefaultPartitioner(random_start=lambda: 0)
-    assert unkeyed(p, cluster(4, leaderless=(1, 3)), 4) == [0, 2, 0, 2]
-    p2 = DefaultPartitioner(random_start=lambda: 0)
-    assert unkeyed(p2, cluster(3, leaderless=(0, 1, 2)), 4) == [0, 1, 2, 0]
+def test_default_partitioner_keyed_records_do_not_move_the_sticky_partition() -> None:
+    p = DefaultPartitioner(rng=random.Random(4))
+    c = cluster(5)
+    sticky = unkeyed(p, c, 1)[0]
+    key = next(k for k in (b"a", b"b", b"c", b"d", b"e", b"f") if partition_for_key(k, 5) != sticky)
+    assert p.partition("t", key, key, None, None, c) == partition_for_key(key, 5)
+    # Java calls onNewBatch for a keyed record's new batch too: not the sticky one, no move
+    p.on_new_batch("t", c, partition_for_key(key, 5))
+    assert unkeyed(p, c, 1) == [sticky]
 
 
-def test_default_partitioner_counter_is_a_java_int() -> None:
-    # toPositive(MAX_VALUE) % 3 = 1, then the counter wraps to MIN_VALUE: toPositive = 0
-    p = DefaultPartitioner(random_start=lambda: 2**31 - 1)
-    assert unkeyed(p, cluster(3), 3) == [1, 0, 1]
-    # a negative start (Java's nextInt() may be one): toPositive(-1) = MAX_VALUE
-    p = DefaultPartitioner(random_start=lambda: -1)
-    assert unkeyed(p, cluster(5), 2) == [(2**31 - 1) % 5, 0]
-
-
-def test_default_partitioner_counts_per_topic() -> None:
-    p = DefaultPartitioner(random_start=lambda: 0)
+def test_default_partitioner_sticky_moves_over_available_partitions_per_topic() -> None:
+    p = DefaultPartitioner(rng=random.Random(6))
+    c = cluster(4, leaderless=(1, 3))
+    seen = set()
+    current = unkeyed(p, c, 1)[0]
+    for _ in range(40):
+        seen.add(current)
+        p.on_new_batch("t", c, current)
+        new = unkeyed(p, c, 1)[0]
+        assert new != current
+        current = new
+    assert seen == {0, 2}
     both = Cluster([N], [PartitionInfo(t, i, N) for t in ("a", "b") for i in range(3)])
-    assert unkeyed(p, both, 2, "a") == [0, 1]
-    assert unkeyed(p, both, 2, "b") == [0, 1]
-    assert unkeyed(p, both, 1, "a") == [2]
+    a = unkeyed(p, both, 1, "a")[0]
+    p.on_new_batch("b", both, unkeyed(p, both, 1, "b")[0])
+    assert unkeyed(p, both, 1, "a") == [a]  # one topic's new batch leaves the other's choice
 
 
-def test_default_partitioner_random_starts_differ() -> None:
-    c = cluster(1000)
-    starts = {DefaultPartitioner().partition("t", None, None, None, None, c) for _ in range(20)}
-    assert len(starts) > 10
+def test_the_producer_reruns_the_default_partitioner_on_a_new_batch() -> None:
+    assert reruns_on_new_batch(DefaultPartitioner())
+    assert reruns_on_new_batch(UniformStickyPartitioner())
+
+
+def _slow_partition_share(p: Any, records: int = 3000, capacity: int = 30) -> float:
+    """Java's append with the abort-for-new-batch protocol, on 3 partitions: partition 0's leader
+    is slow, so its batches wait (and fill up to ``capacity`` records) while partitions 1 and 2
+    send theirs right after each record (linger.ms=0 on a fast broker). The share of the records
+    partition 0 got."""
+    c = cluster(3)
+    open_batch = {0: 0, 1: 0, 2: 0}  # records in the partition's open batch (0: none open)
+    counts: Counter = Counter()
+    for _ in range(records):
+        part = p.partition("t", None, None, b"v", b"v", c)
+        if open_batch[part] in (0, capacity):  # append would make a new batch
+            p.on_new_batch("t", c, part)
+            part = p.partition("t", None, None, b"v", b"v", c)
+            if open_batch[part] == capacity:
+                open_batch[part] = 0
+        open_batch[part] += 1
+        counts[part] += 1
+        for fast in (1, 2):
+            open_batch[fast] = 0  # sent at once
+    return counts[0] / records
+
+
+def test_default_partitioner_gives_a_slow_broker_more_records() -> None:
+    # KIP-794's finding about KIP-480: batches that wait fill up before the partition moves on
+    assert _slow_partition_share(DefaultPartitioner(rng=random.Random(7))) > 0.8
+    assert _slow_partition_share(UniformStickyPartitioner(rng=random.Random(7))) > 0.8
+    # round robin ignores the batches: an even third
+    assert abs(_slow_partition_share(RoundRobinPartitioner()) - 1 / 3) < 0.01
 
 
 def test_default_partitioner_keyed_is_murmur2_over_all_partitions() -> None:

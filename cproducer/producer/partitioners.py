@@ -31,13 +31,14 @@ unkeyed record, the producer calls ``on_new_batch(topic, cluster, prev_partition
 
 The legacy partitioners, selectable by name (``resolve_partitioner``):
 
-- ``DefaultPartitioner`` (Java's before Kafka 2.4): keyed records by murmur2 over all partitions;
-  unkeyed records by a per-topic counter that starts at a random value,
-  ``toPositive(counter++) % n`` over the available partitions (over all partitions when none is
-  available).
-- ``UniformStickyPartitioner`` (KIP-480, Java 2.4 to 3.x): ignores keys; sticks to one partition
-  until ``on_new_batch`` reports a new batch on it, then moves to another available partition
-  picked at random (Java's ``StickyPartitionCache``).
+- ``DefaultPartitioner`` (Java's ``org.apache.kafka.clients.producer.internals.DefaultPartitioner``
+  of Kafka 2.4 to 3.x, removed in 4.0): keyed records by murmur2 over all partitions; unkeyed ones
+  sticky (KIP-480, Java's ``StickyPartitionCache``): one partition until ``on_new_batch`` reports
+  a new batch on it, then another available partition picked at random. A slow broker's batches
+  wait, so they fill up before the partition moves on while a fast one's leave with a few records:
+  the slow broker gets more of the records (the skew KIP-794 measured and replaced).
+- ``UniformStickyPartitioner`` (KIP-480, Java 2.4 to 3.x): the same sticky choice for every
+  record, whatever its key.
 - ``RoundRobinPartitioner``: ignores keys; a per-topic counter from 0 over the available
   partitions. The ``on_new_batch`` quirk: the producer calls ``partition`` a second time for a
   record whose append was aborted for a new batch, which alone would make the counter skip a
@@ -66,6 +67,7 @@ __all__ = [
     "KafkaPythonPartitioner",
     "Partitioner",
     "RoundRobinPartitioner",
+    "StickyPartitionCache",
     "UniformStickyPartitioner",
     "resolve_partitioner",
 ]
@@ -142,47 +144,29 @@ def _round_robin(counter: int, topic: str, cluster: Any) -> int:
     return _to_positive(counter) % len(_partitions(cluster, topic))
 
 
-class DefaultPartitioner(Partitioner):
-    """Java's DefaultPartitioner before Kafka 2.4: murmur2 for keyed records, a per-topic
-    round-robin counter starting at a random value for the others. ``random_start`` (a zero-arg
-    callable returning an int) replaces the random start value, for tests."""
-
-    def __init__(self, random_start: Optional[Callable[[], int]] = None) -> None:
-        self._counters = _Counters(random_start or (lambda: _random.getrandbits(32)))
-
-    def partition(
-        self, topic: str, key: Any, key_bytes: Any, value: Any, value_bytes: Any, cluster: Any
-    ) -> int:
-        if key_bytes is not None:
-            return int(partition_for_key(key_bytes, len(_partitions(cluster, topic))))
-        return _round_robin(self._counters.next(topic), topic, cluster)
-
-
-class UniformStickyPartitioner(Partitioner):
-    """KIP-480: every record of a topic goes to its sticky partition, whatever its key, until
-    ``on_new_batch`` reports a new batch on that partition (Java's StickyPartitionCache). ``rng``
-    (a ``random.Random``) is for tests."""
+class StickyPartitionCache:
+    """Java's StickyPartitionCache (KIP-480): the sticky partition of each topic, kept until
+    ``next_partition`` is told of a new batch on it. ``rng`` (a ``random.Random``) is for
+    tests."""
 
     def __init__(self, rng: Optional[_random.Random] = None) -> None:
         self._sticky: Dict[str, int] = {}
         self._lock = threading.Lock()
         self._rng = rng or _random.Random()
 
-    def partition(
-        self, topic: str, key: Any, key_bytes: Any, value: Any, value_bytes: Any, cluster: Any
-    ) -> int:
+    def partition(self, topic: str, cluster: Any) -> int:
+        """The topic's sticky partition, chosen now if it has none yet."""
         part = self._sticky.get(topic)
         if part is None:
-            return self._next(topic, cluster, -1)
+            return self.next_partition(topic, cluster, -1)
         return part
 
-    def on_new_batch(self, topic: str, cluster: Any, prev_partition: int) -> None:
-        self._next(topic, cluster, prev_partition)
-
-    def _next(self, topic: str, cluster: Any, prev: int) -> int:
+    def next_partition(self, topic: str, cluster: Any, prev_partition: int) -> int:
+        """Moves the topic on from ``prev_partition`` (when it is still the sticky one) to another
+        available partition picked at random; the sticky partition afterwards."""
         with self._lock:
             old = self._sticky.get(topic)
-            if old is not None and old != prev:
+            if old is not None and old != prev_partition:
                 return old  # a stale notification, or another thread already moved on
             available = cluster.available_partitions_for_topic(topic)
             if len(available) == 1:
@@ -195,6 +179,42 @@ class UniformStickyPartitioner(Partitioner):
                 new = self._rng.randrange(len(_partitions(cluster, topic)))
             self._sticky[topic] = new
             return new
+
+
+class DefaultPartitioner(Partitioner):
+    """Java's DefaultPartitioner of Kafka 2.4 to 3.x: murmur2 over all partitions for keyed
+    records; the sticky partition (KIP-480) for the others, moved on by ``on_new_batch``. ``rng``
+    (a ``random.Random``) is for tests."""
+
+    def __init__(self, rng: Optional[_random.Random] = None) -> None:
+        self._cache = StickyPartitionCache(rng)
+
+    def partition(
+        self, topic: str, key: Any, key_bytes: Any, value: Any, value_bytes: Any, cluster: Any
+    ) -> int:
+        if key_bytes is not None:
+            return int(partition_for_key(key_bytes, len(_partitions(cluster, topic))))
+        return self._cache.partition(topic, cluster)
+
+    def on_new_batch(self, topic: str, cluster: Any, prev_partition: int) -> None:
+        self._cache.next_partition(topic, cluster, prev_partition)
+
+
+class UniformStickyPartitioner(Partitioner):
+    """KIP-480: every record of a topic goes to its sticky partition, whatever its key, until
+    ``on_new_batch`` reports a new batch on that partition (Java's StickyPartitionCache). ``rng``
+    (a ``random.Random``) is for tests."""
+
+    def __init__(self, rng: Optional[_random.Random] = None) -> None:
+        self._cache = StickyPartitionCache(rng)
+
+    def partition(
+        self, topic: str, key: Any, key_bytes: Any, value: Any, value_bytes: Any, cluster: Any
+    ) -> int:
+        return self._cache.partition(topic, cluster)
+
+    def on_new_batch(self, topic: str, cluster: Any, prev_partition: int) -> None:
+        self._cache.next_partition(topic, cluster, prev_partition)
 
 
 class RoundRobinPartitioner(Partitioner):
