@@ -45,6 +45,11 @@ class Fault(NamedTuple):
     config: Mapping[str, Any]  # Java's names; translated for librdkafka
     errors_allowed: bool  # records may fail (the fault outlasts delivery.timeout.ms)
     description: str
+    # broker settings the fault needs of its cluster (the benchmark groups faults by them)
+    cluster_properties: Mapping[str, str] = {}
+    # a fault with a load of its own (transactions ...): runner(cluster, client, config) does it
+    # all and returns the FaultRun
+    runner: Optional[Callable[..., FaultRun]] = None
 
 
 FAULTS: Dict[str, Fault] = {}
@@ -125,6 +130,8 @@ def run_fault(
 ) -> FaultRun:
     """One fault, one client: the topic, the load, the fault, both read-backs."""
     f = load_all()[name]
+    if f.runner is not None:
+        return f.runner(cluster, client, config)
     started = time.monotonic()
     topic = topic_name(name)
     cluster.create_topic(topic, f.partitions or 6)
