@@ -11,8 +11,7 @@
 #                                     asv history, then open it in headless Chromium (docs/test_site.py)
 #   ./dev.sh wheel-test               sdist + wheel (python -m build), auditwheel repair, then the
 #                                     smoke and integration tests (not the cluster faults) against
-#                                     that wheel installed in
-#                                     a fresh virtualenv with no compiler
+#                                     that wheel installed in a fresh virtualenv with no compiler
 #   ./dev.sh asv-record [asv args]    benchmark commits with asv into asv_bench/results (default: NEW)
 #   ./dev.sh setup                    only create .venv and build
 set -euo pipefail
