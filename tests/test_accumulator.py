@@ -155,11 +155,29 @@ def test_exact_sticky_switching_when_batches_fill_exactly() -> None:
 
 def test_exact_sticky_switching_waits_for_a_full_batch_or_twice_the_size() -> None:
     # 209-byte records: 4 fit in a 1024-byte batch (897 bytes, not full). The 5th opens a new
-    # batch (produced 1167 >= 1024, but its last batch is not full: no switch); the switch comes
-    # at 2 x 1024 produced, with the 9th record (Java's enable_switch rule)
+    # batch (produced 1045 >= 1024, but its last batch is not full: no switch, Java's
+    # enable_switch rule). The 9th does not fit in the second batch, which is closed (full): the
+    # held-back switch happens before a third batch is made (Java's partitionChanged), and the
+    # 9th record goes to the next partition
     rnd = itertools.cycle([1, 2, 3]).__next__
     a, c = acc(batch_size=1024, linger=10_000, random=rnd), cluster(4)
-    assert sticky_parts(a, c, 200, 20) == [1] * 9 + [2] * 9 + [3] * 2
+    assert sticky_parts(a, c, 200, 20) == [1] * 8 + [2] * 8 + [3] * 4
+
+
+def test_a_held_back_sticky_switch_happens_once_the_queue_is_sent() -> None:
+    # 209-byte records: the 5th opens a second batch (1045 >= 1024 produced, but that batch is not
+    # full: no switch). Once the queue is drained (sent: all its batches "full"), the next append
+    # switches before it appends, as Java's partitionChanged does; without that, a partition whose
+    # batches leave at once (a fast broker, small linger.ms) kept the records to 2 x batch.size
+    rnd = itertools.cycle([1, 2, 3]).__next__
+    a, c = acc(batch_size=1024, linger=0, random=rnd), cluster(4)
+    assert sticky_parts(a, c, 200, 5) == [1] * 5
+    for _ in range(2):  # one batch of a partition per drain
+        assert len(a.drain(c, {1, 2}, 1 << 20, 0)[2]) == 1
+    assert a.queue_size(TopicPartition("t", 1)) == 0
+    assert sticky_parts(a, c, 200, 3) == [2] * 3
+    # a queue still holding an incomplete batch keeps the partition
+    assert sticky_parts(a, c, 200, 2) == [2] * 2
 
 
 def test_append_result_fields() -> None:

@@ -148,6 +148,21 @@ cdef bint _all_batches_full(PartitionDeque dq):
     return (<ProducerBatch>dq.batches[-1]).builder.is_full_c()
 
 
+cdef bint _partition_changed(BuiltInPartitioner bp, StickyPartitionInfo info, PartitionDeque dq,
+                             cluster) except -1:
+    # Java's partitionChanged (call with dq.lock held): another thread switched the sticky
+    # partition, or a switch an incomplete batch held back (enable_switch False) is due now that
+    # the queue's batches are all full or gone (sent)
+    if info is None:
+        return False
+    if bp.is_partition_changed(info):
+        return True
+    if _all_batches_full(dq):
+        bp.update_partition_info(info, 0, cluster, True)
+        return bp.is_partition_changed(info)
+    return False
+
+
 cdef class RecordAccumulator:
     """Java's RecordAccumulator: per-partition deques of batches, filled by ``append`` (any
     thread), emptied by ``drain`` (the Sender). Every time is the caller's ``now_ms``."""
@@ -295,7 +310,7 @@ cdef class RecordAccumulator:
                 dq = ti.get_or_create(effective)
                 dq.lock.acquire_c()
                 try:
-                    if info is not None and bp.is_partition_changed(info):
+                    if _partition_changed(bp, info, dq, cluster):
                         continue
                     result = self._try_append_dq(dq, timestamp, key, value, headers, callback,
                                                  now_ms)
@@ -321,7 +336,7 @@ cdef class RecordAccumulator:
                     buffer = self.pool.allocate(size, max_time_to_block_ms)
                 dq.lock.acquire_c()
                 try:
-                    if info is not None and bp.is_partition_changed(info):
+                    if _partition_changed(bp, info, dq, cluster):
                         continue
                     result = self._append_new_batch(dq, timestamp, key, value, headers,
                                                     callback, buffer, now_ms)
