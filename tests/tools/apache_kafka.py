@@ -22,12 +22,13 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import time
 import weakref
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Mapping, Optional
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from cproducer.errors import KafkaError, KafkaTimeoutError, TopicAlreadyExistsError, exception_for
 from cproducer.localbroker import free_port, host_port, kill_process, request, stop_process
@@ -247,6 +248,42 @@ class KafkaNode:
         assert self.process is not None
         self.process.send_signal(signal.SIGCONT)
 
+    def move_listener(
+        self, name: str = "PLAINTEXT", host: str = "127.0.0.1", port: Optional[int] = None
+    ) -> int:
+        """Gives a stopped node another port on ``host`` for listener ``name`` (a free one by
+        default): ``listeners``, the properties and ``server.properties`` say it from the next
+        start on. The old port stays bound (not listening: a connection is refused) while the
+        node lives, so that no other process takes an address clients still know. Returns the
+        new port."""
+        assert not self.running, "move a listener of a stopped node"
+        old = self.listeners[name]
+        holder = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+        try:
+            holder.bind((host, old))
+        except OSError:  # taken meanwhile: nothing to hold
+            holder.close()
+        else:
+            weakref.finalize(self, holder.close)
+        self.listeners[name] = port or free_port(host)
+        controller = self.properties.get("listeners", "").partition("CONTROLLER://")[2]
+        controller = controller.split(",")[0]
+        self.properties.update(
+            _listener_props(
+                host,
+                self.listeners,
+                int(controller.rsplit(":", 1)[1]) if controller else None,
+            )
+        )
+        props = {
+            "node.id": str(self.node_id),
+            "process.roles": self.roles,
+            "log.dirs": str(self.dir / "data"),
+            **self.properties,
+        }
+        self.config_file.write_text("".join(f"{k}={v}\n" for k, v in sorted(props.items())))
+        return self.listeners[name]
+
     def log_tail(self, lines: int = 40) -> str:
         texts = []
         for f in (self.dir / "stdout.log", self.log_file):
@@ -407,6 +444,49 @@ class _Brokers:
                     return int(p.leader_id)
         raise KeyError(f"{topic}-{partition}")
 
+    def partition_states(self, topic: str) -> Dict[int, Tuple[int, List[int], List[int]]]:
+        """``{partition: (leader, replicas, in-sync replicas)}`` of ``topic`` as a running broker's
+        Metadata has them (leader -1: none)."""
+        node = next(n for n in self.brokers if n.running)
+        md = request(self.host, node.listeners["PLAINTEXT"], MetadataRequest([topic], False), 7)
+        return {
+            int(p.partition): (int(p.leader_id), sorted(p.replica_ids), sorted(p.isr_ids))
+            for t in md.topics
+            if t.name == topic
+            for p in t.partitions
+        }
+
+    def wait_isr_full(self, timeout: float = 60.0) -> None:
+        """Until every running broker's Metadata shows each partition of every topic (the
+        internal ones too) with a leader and all of its replicas in sync: a cluster made whole
+        again after a fault."""
+        deadline = time.monotonic() + timeout
+        last: Any = None
+        while True:
+            try:
+                behind = []
+                for n in self.brokers:
+                    if not n.running:
+                        continue
+                    md = request(
+                        self.host, n.listeners["PLAINTEXT"], MetadataRequest(None, False), 7
+                    )
+                    behind += [
+                        f"{t.name}-{p.partition} (node {n.node_id}: leader {p.leader_id}, "
+                        f"isr {sorted(p.isr_ids)} of {sorted(p.replica_ids)})"
+                        for t in md.topics
+                        for p in t.partitions
+                        if p.leader_id < 0 or sorted(p.isr_ids) != sorted(p.replica_ids)
+                    ]
+                if not behind:
+                    return
+                last = f"{len(behind)} partitions behind, e.g. {behind[:3]}"
+            except (OSError, KafkaError) as exc:
+                last = exc
+            if time.monotonic() > deadline:
+                raise KafkaTimeoutError(f"ISR not full in {timeout} s ({last}):\n{self.log_tail()}")
+            time.sleep(0.2)
+
     def run_tool(self, main: str, *args: str, timeout: float = 60) -> str:
         """One of Kafka's command-line classes (``org.apache.kafka.tools.ConfigCommand`` ...)
         against this cluster's first broker."""
@@ -550,6 +630,25 @@ class ApacheKafkaCluster(_Brokers):
         """SIGKILL broker ``node_id``: its partitions' leadership moves once the controller
         notices (``broker.session.timeout.ms``)."""
         self.nodes[node_id].kill()
+
+    def stop_brokers(self, order: Optional[Iterable[int]] = None) -> None:
+        """Stops the running brokers one after the other (``order``: their ids; by id otherwise),
+        each a controlled shutdown; the controller keeps running."""
+        ids = list(order) if order is not None else [n.node_id for n in self.brokers]
+        for node_id in ids:
+            self.nodes[node_id].stop()
+
+    def start_brokers(self, timeout: float = 90.0) -> None:
+        """Starts every stopped broker (together), on its ports and data, and waits until each
+        lists all of them."""
+        for n in self.brokers:
+            n.start()
+        self.wait_ready(timeout)
+
+    def move_broker(self, node_id: int) -> int:
+        """Broker ``node_id`` (stopped) listens on a new PLAINTEXT port from its next start on;
+        ``bootstrap_servers`` names it from now. Returns the port."""
+        return self.nodes[node_id].move_listener("PLAINTEXT", self.host)
 
     def start_node(self, node_id: int, timeout: float = 60.0) -> None:
         """Starts a stopped or killed node again, on its ports and data, and waits until every
