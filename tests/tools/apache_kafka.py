@@ -650,8 +650,9 @@ class ApacheKafkaCluster(_Brokers):
         ``bootstrap_servers`` names it from now. Returns the port."""
         return self.nodes[node_id].move_listener("PLAINTEXT", self.host)
 
-    def start_node(self, node_id: int, timeout: float = 60.0) -> None:
+    def start_node(self, node_id: int, timeout: float = 120.0) -> None:
         """Starts a stopped or killed node again, on its ports and data, and waits until every
-        broker lists it."""
+        broker lists it (after a kill the node first recovers its logs: a loaded machine makes
+        that last)."""
         self.nodes[node_id].start()
         self.wait_ready(timeout)
