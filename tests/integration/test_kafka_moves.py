@@ -35,7 +35,8 @@ def _figures(run: object) -> str:
     return (
         f"recovery: reassignment {m['recovery_reassign_s']:.2f} s, election "
         f"{m['recovery_elect_s']:.2f} s; Metadata requests {m['metadata_requests']} in "
-        f"{m['window_s']:.1f} s; Produce versions {m['produce_versions']}"
+        f"{m['window_s']:.1f} s; Produce versions {m['produce_versions']}; leader hints "
+        f"taken {m['leader_hints']}"
     )
 
 
@@ -59,8 +60,9 @@ def test_leaders_moved_every_record_once_in_order(cluster: RelayedCluster, clien
 def test_leader_hints_spare_metadata_requests(cluster: RelayedCluster) -> None:
     """cproducer through the same moves twice: with Produce v10+ (KIP-951: a
     NOT_LEADER_OR_FOLLOWER answer names the new leader, the batches go there at once) and with
-    the brokers capped at Produce v9 (Metadata is its only guide). Both runs are clean; with the
-    hints it asks for Metadata no more often than without. Java's producer and librdkafka are
+    the brokers capped at Produce v9 (Metadata is its only guide). Both runs are clean; it moves
+    partitions on the answers' hints only with v10+, and with them asks for Metadata no more
+    often than without. Java's producer and librdkafka are
     not asserted on: both ask for a metadata refresh on NOT_LEADER_OR_FOLLOWER whatever the
     answer says, as cproducer does, so their counts are printed by the benchmark only."""
     with_hints = run_fault(cluster, "leader-moved", "cproducer")
@@ -71,10 +73,16 @@ def test_leader_hints_spare_metadata_requests(cluster: RelayedCluster) -> None:
     assert without.measured["produce_versions"] == [9], without.measured["produce_versions"]
     assert without.measured["recovery_elect_s"] is not None
     assert without.measured["recovery_reassign_s"] is not None
+    # it followed the leaders the Produce answers named, and had no such answer at v9
+    assert with_hints.measured["leader_hints"] > 0, with_hints.measured
+    assert without.measured["leader_hints"] == 0, without.measured
     hinted = with_hints.measured["metadata_requests"]
     unhinted = without.measured["metadata_requests"]
     print(
         f"\n{format_table([with_hints, without])}\n"
         f"with KIP-951: {_figures(with_hints)}\nProduce v9:   {_figures(without)}"
     )
+    # with the hints, the batches of a moved partition go to its new leader from the first
+    # NOT_LEADER_OR_FOLLOWER answer on; without, they go on to the old leader until a Metadata
+    # answer names the new one: every such answer asks for a refresh, so no more with the hints
     assert hinted <= unhinted, (hinted, unhinted)

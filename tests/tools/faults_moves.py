@@ -198,7 +198,10 @@ def leader_moves(
     versions = (
         sorted({v for t, _n, v in list(front.versions) if started <= t < ended}) if front else []
     )
+    # cproducer's count of the partitions it moved on a Produce answer's hint (its Sender's)
+    sender = getattr(getattr(load, "producer", None), "_sender", None)
     return {
+        "leader_hints": getattr(sender, "leader_hints_applied", None),
         "stall_s": max(recovery_reassign or 0.0, recovery_elect or 0.0)
         if recovery_reassign is not None and recovery_elect is not None
         else None,
