@@ -135,6 +135,8 @@ class Sender:
         self.leader_hints_applied = 0
         # Java's inFlightBatches: batches drained and sent, by partition (for delivery timeouts)
         self.in_flight_batches: Dict[TopicPartition, List[Any]] = {}
+        # when the oldest of them reaches delivery.timeout.ms (batch time; None: none in flight)
+        self._next_in_flight_expiry_ms: Optional[int] = None
         # one transactional request (or an idempotent producer's InitProducerId) at a time
         self._txn_request_in_flight = False
         # ms until the node a transactional request waits for can take it, when no I/O will
@@ -360,6 +362,10 @@ class Sender:
             batches = {node: [b for b in bs if not b.is_done] for node, bs in batches.items()}
 
         poll_timeout = min(result.next_ready_check_delay_ms, not_ready_timeout)
+        if self._next_in_flight_expiry_ms is not None:
+            # Java's nextExpiryTimeMs: awake when the oldest batch in flight reaches
+            # delivery.timeout.ms, to expire it then rather than at its (late) answer
+            poll_timeout = min(poll_timeout, self._next_in_flight_expiry_ms - batch_now)
         if ready_nodes and not (self._txn is not None and self._txn.awaiting_partitions()):
             # (a partition waiting to join the transaction is ready but not drainable: the
             # AddPartitionsToTxn answer wakes the poll)
@@ -375,6 +381,7 @@ class Sender:
         the first one still within delivery.timeout.ms (the later ones are younger)."""
         out = []
         emptied = []
+        next_expiry: Optional[int] = None
         for tp, batches in self.in_flight_batches.items():
             while batches and batches[0].has_reached_delivery_timeout(
                 self.delivery_timeout_ms, now
@@ -386,6 +393,11 @@ class Sender:
                     out.append(batch)
             if not batches:
                 emptied.append(tp)
+            else:  # Java's maybeUpdateNextBatchExpiryTime, for the first one kept
+                expiry = batches[0].created_ms + self.delivery_timeout_ms
+                if next_expiry is None or expiry < next_expiry:
+                    next_expiry = expiry
+        self._next_in_flight_expiry_ms = next_expiry
         for tp in emptied:
             del self.in_flight_batches[tp]
         return out
