@@ -5,13 +5,20 @@ https://cwiki.apache.org/confluence/display/KAFKA/KIP-794%3A+Strictly+Uniform+St
 
 Topic foo, 3 partitions (leaders: node p % 3). For each partitioner setting, cproducer-perf-test
 sends N x 512-byte unkeyed records at a capped rate (default 2048/s = 1 MB/s, then 4096/s), each
-run in its own process; the table shows its throughput and latencies, and each virtual node's
-share of the records (read back with librdkafka). ``--plot DIR`` also writes the rows
-(``kip794.json``) and a chart of the latencies and node 0's share (``kip794.png``, matplotlib) into
-DIR.
+run in its own process, with linger.ms=0 as in the KIP (Java 3.x's default; ``--linger-ms``); the
+table shows its throughput and latencies, and each virtual node's share of the records (read back
+with librdkafka). ``--runs R`` runs every setting R times, the settings taking turns, and shows
+the medians.
+
+After each table a verdict says whether the rows keep KIP-794's finding: the legacy sticky
+partitioner (KIP-480: the partition moves on at a new batch, so a slow broker's batches fill up
+and it gets more of the records) has the worst p99, the KIP-794 defaults a better p99 than the
+legacy one, and adaptive partitioning sends node 0 less than uniform sticky does. ``--check``
+exits 1 when a verdict fails. ``--plot DIR`` also writes the rows (``kip794.json``) and a chart of
+the latencies and node 0's share (``kip794.png``, matplotlib) into DIR.
 
     python benchmarks/kip794_slow_broker.py [--num-records 122880] [--throughputs 2048,4096]
-                                            [--plot docs/_static/perf]
+                                            [--runs 3] [--check] [--plot docs/_static/perf]
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import argparse
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 import time
@@ -31,19 +39,81 @@ from cproducer.localbroker import LocalBroker  # noqa: E402
 from tests.integration.readback import read_back  # noqa: E402
 from tests.tools.virtual_cluster import VirtualCluster  # noqa: E402
 
+LEGACY = "legacy DefaultPartitioner (KIP-480 sticky)"
+UNIFORM = "partitioner.adaptive.partitioning.enable=false"
+DEFAULTS = "new logic, all defaults (KIP-794)"
 SETTINGS = [
-    ("legacy DefaultPartitioner (KIP-480 sticky)", ["partitioner.class=DefaultPartitioner"]),
-    (
-        "partitioner.adaptive.partitioning.enable=false",
-        ["partitioner.adaptive.partitioning.enable=false"],
-    ),
-    ("new logic, all defaults (KIP-794)", []),
+    (LEGACY, ["partitioner.class=DefaultPartitioner"]),
+    (UNIFORM, ["partitioner.adaptive.partitioning.enable=false"]),
+    (DEFAULTS, []),
     ("partitioner.availability.timeout.ms=5", ["partitioner.availability.timeout.ms=5"]),
 ]
 LINE = re.compile(
     r"records/sec \(([\d.]+) MB/sec\), ([\d.]+) ms avg latency, ([\d.]+) ms max latency, "
     r"(\d+) ms 50th, (\d+) ms 95th, (\d+) ms 99th, (\d+) ms 99.9th"
 )
+FIELDS = ("mb_per_s", "avg_ms", "p99_ms", "p999_ms", "node0_share")
+
+
+def run_once(
+    broker: Any, vc: Any, props: List[str], throughput: int, args: argparse.Namespace
+) -> Dict[str, Any]:
+    """One cproducer-perf-test run on a fresh topic: its figures, or {"error": ...}."""
+    topic = f"foo-{time.time_ns()}"
+    broker.create_topic(topic, 3)
+    cmd = [
+        sys.executable, "-m", "cproducer.perf", "--topic", topic,
+        "--num-records", str(args.num_records), "--record-size", "512",
+        "--throughput", str(throughput), "--bootstrap-server", vc.bootstrap_servers,
+        "--producer-props", f"linger.ms={args.linger_ms}", *props,
+    ]  # fmt: skip
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
+    m = LINE.search(out.stdout)
+    if m is None:
+        return {"error": f"{out.stdout[-300:]} {out.stderr[-300:]}"}
+    records = read_back(vc.bootstrap_servers, topic, 3, args.num_records)
+    on_node0 = sum(1 for r in records if r.partition == 0)  # partition 0 is node 0's
+    mb, avg, _mx, _p50, _p95, p99, p999 = m.groups()
+    return {
+        "mb_per_s": float(mb),
+        "avg_ms": float(avg),
+        "p99_ms": int(p99),
+        "p999_ms": int(p999),
+        "node0_share": on_node0 / max(len(records), 1),
+    }
+
+
+def median_row(name: str, throughput: int, runs: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """The setting's row: the median of each figure over its runs (and the runs themselves)."""
+    row: Dict[str, Any] = {"throughput": throughput, "setting": name, "runs": len(runs)}
+    for field in FIELDS:
+        row[field] = statistics.median(r[field] for r in runs)
+    row["p99_ms_each"] = [r["p99_ms"] for r in runs]
+    row["node0_share_each"] = [round(r["node0_share"], 4) for r in runs]
+    return row
+
+
+def verdict(rows: List[Dict[str, Any]]) -> List[str]:
+    """What in one throughput's rows departs from KIP-794's finding (empty: none does)."""
+    by = {r["setting"]: r for r in rows}
+    if not all(name in by for name in (LEGACY, UNIFORM, DEFAULTS)):
+        return ["a run failed: not every setting has a row"]
+    legacy, uniform, defaults = by[LEGACY], by[UNIFORM], by[DEFAULTS]
+    problems = []
+    worse = [r["setting"] for r in rows if r is not legacy and r["p99_ms"] >= legacy["p99_ms"]]
+    if worse:
+        problems.append(f"legacy p99 {legacy['p99_ms']:g} ms is not the worst ({', '.join(worse)})")
+    if defaults["p99_ms"] >= legacy["p99_ms"]:
+        problems.append(
+            f"KIP-794 defaults p99 {defaults['p99_ms']:g} ms is not below legacy's "
+            f"{legacy['p99_ms']:g} ms"
+        )
+    if defaults["node0_share"] >= uniform["node0_share"]:
+        problems.append(
+            f"node 0 share with adaptive partitioning {defaults['node0_share']:.1%} is not below "
+            f"uniform sticky's {uniform['node0_share']:.1%}"
+        )
+    return problems
 
 
 def main(argv: List[str] | None = None) -> int:
@@ -51,60 +121,61 @@ def main(argv: List[str] | None = None) -> int:
     ap.add_argument("--num-records", type=int, default=122880)
     ap.add_argument("--throughputs", default="2048,4096")
     ap.add_argument("--slow-ms", type=float, default=20.0)
+    ap.add_argument(
+        "--linger-ms", type=int, default=0, help="linger.ms of every run (KIP-794's runs: 0)"
+    )
+    ap.add_argument("--runs", type=int, default=1, help="runs per setting; the table: medians")
+    ap.add_argument("--check", action="store_true", help="exit 1 when a verdict fails")
     ap.add_argument("--plot", metavar="DIR", help="write kip794.json and kip794.png into DIR")
     args = ap.parse_args(argv)
     rows: List[Dict[str, Any]] = []
+    failed = False
     with LocalBroker() as broker, VirtualCluster(broker.bootstrap_servers, 3) as vc:
         vc.set_produce_service_ms(0, args.slow_ms)
         print(
             f"{args.num_records} x 512 B unkeyed, 3 virtual nodes, node 0: {args.slow_ms:g} ms "
-            "per Produce request, one at a time; Java's defaults otherwise"
+            f"per Produce request, one at a time; linger.ms={args.linger_ms}, Java's defaults "
+            f"otherwise; median of {args.runs} run(s) per setting"
         )
         for throughput in [int(t) for t in args.throughputs.split(",")]:
             print(f"\n--throughput {throughput} ({throughput * 512 / 2**20:.2f} MB/s offered)")
+            runs: Dict[str, List[Dict[str, Any]]] = {name: [] for name, _ in SETTINGS}
+            for _ in range(args.runs):  # the settings take turns: noise hits them alike
+                for name, props in SETTINGS:
+                    result = run_once(broker, vc, props, throughput, args)
+                    if "error" in result:
+                        print(f"{name:<48} failed: {result['error']}")
+                    else:
+                        runs[name].append(result)
             print(
                 f"{'setting':<48}{'MB/s':>7}{'avg ms':>9}{'p99 ms':>8}{'p99.9':>8}"
                 f"{'node 0 share':>14}"
             )
-            for name, props in SETTINGS:
-                topic = f"foo-{time.time_ns()}"
-                broker.create_topic(topic, 3)
-                cmd = [
-                    sys.executable, "-m", "cproducer.perf", "--topic", topic,
-                    "--num-records", str(args.num_records), "--record-size", "512",
-                    "--throughput", str(throughput), "--bootstrap-server", vc.bootstrap_servers,
-                    "--producer-props", *props,
-                ]  # fmt: skip
-                out = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
-                m = LINE.search(out.stdout)
-                if m is None:
-                    print(f"{name:<48} failed: {out.stdout[-300:]} {out.stderr[-300:]}")
+            table = []
+            for name, _ in SETTINGS:
+                if not runs[name]:
                     continue
-                records = read_back(vc.bootstrap_servers, topic, 3, args.num_records)
-                per: Dict[int, int] = {}
-                for r in records:
-                    per[r.partition] = per.get(r.partition, 0) + 1
-                share = per.get(0, 0) / max(len(records), 1)  # partition 0 is node 0's
-                mb, avg, _mx, _p50, _p95, p99, p999 = m.groups()
+                row = median_row(name, throughput, runs[name])
+                table.append(row)
                 print(
-                    f"{name:<48}{float(mb):>7.2f}{float(avg):>9.1f}{int(p99):>8}{int(p999):>8}"
-                    f"{share:>13.1%}"
+                    f"{name:<48}{row['mb_per_s']:>7.2f}{row['avg_ms']:>9.1f}"
+                    f"{row['p99_ms']:>8g}{row['p999_ms']:>8g}{row['node0_share']:>13.1%}"
                 )
-                rows.append(
-                    {
-                        "throughput": throughput,
-                        "setting": name,
-                        "mb_per_s": float(mb),
-                        "avg_ms": float(avg),
-                        "p99_ms": int(p99),
-                        "p999_ms": int(p999),
-                        "node0_share": share,
-                    }
+            rows.extend(table)
+            problems = verdict(table)
+            if problems:
+                failed = True
+                print("verdict: KIP-794's ordering does NOT hold: " + "; ".join(problems))
+            else:
+                print(
+                    "verdict: KIP-794's ordering holds (legacy p99 the worst, the KIP-794 "
+                    "defaults below it, node 0's share lower with adaptive partitioning)"
                 )
     if args.plot:
         report = {
             "workload": f"{args.num_records} x 512 B unkeyed, 3 virtual nodes, node 0: "
-            f"{args.slow_ms:g} ms per Produce request",
+            f"{args.slow_ms:g} ms per Produce request, linger.ms={args.linger_ms}, "
+            f"median of {args.runs}",
             "rows": rows,
         }
         os.makedirs(args.plot, exist_ok=True)
@@ -112,7 +183,7 @@ def main(argv: List[str] | None = None) -> int:
             json.dump(report, fh, indent=2)
             fh.write("\n")
         plot(report, os.path.join(args.plot, "kip794.png"))
-    return 0
+    return 1 if failed and args.check else 0
 
 
 def plot(report: Dict[str, Any], path: str) -> None:
