@@ -1,9 +1,10 @@
 """Transactions across a failure on a three-broker Apache Kafka cluster (replication factor 3,
 ``min.insync.replicas=2``, ``__transaction_state`` with 4 partitions, replication factor 3 and
 ``transaction.state.log.min.isr=2``): the transaction coordinator's broker killed (SIGKILL)
-between a transaction's last send and its commit, started again later
-(``tests/tools/faults_txn.py``: ``txn-coordinator-killed``), with cproducer, librdkafka and Java's
-producer.
+between a transaction's last send and its commit, or paused and then killed once the commit's
+EndTxn sits unread in its socket buffer, and started again later (``tests/tools/faults_txn.py``:
+``txn-coordinator-killed``, ``txn-coordinator-killed-mid-commit``), with cproducer, librdkafka and
+Java's producer.
 
 The promise, Java's (KafkaProducer's javadoc of ``commitTransaction``) and librdkafka's
 (``commit_transaction``): the commit either completes, once another broker leads the
@@ -13,7 +14,8 @@ COORDINATOR_NOT_AVAILABLE), or raises an error after which the transaction is ab
 is retried by calling commit again. The producer goes on with later transactions without a
 restart. Read back by read_committed readers, librdkafka's and Java's KafkaConsumer: every
 transaction entirely visible or not at all, every committed one's records exactly once and in
-order, no record of an aborted transaction.
+order, no record of an aborted transaction (the load aborts every 5th transaction itself, its
+records flushed first: they are in the log).
 
 The cluster's brokers are fenced 4 s after their last heartbeat (``broker.session.timeout.ms``,
 9 s by default): the commit's stall (the kill to the held transaction's outcome) is about that
@@ -29,6 +31,8 @@ from tests.tools.apache_kafka import ApacheKafkaCluster
 from tests.tools.faults_txn import (
     ABORTED,
     COMMITTED,
+    FAULT,
+    FAULT_MID_COMMIT,
     TxnLoadResult,
     TxnVerdict,
     coordinator_of,
@@ -56,21 +60,25 @@ def cluster() -> Iterator[ApacheKafkaCluster]:
 
 
 @pytest.mark.parametrize("client", ["cproducer", "librdkafka", "java"])
-def test_coordinator_killed_before_commit_no_half_transaction(
-    cluster: ApacheKafkaCluster, client: str
+@pytest.mark.parametrize("fault", [FAULT, FAULT_MID_COMMIT])
+def test_coordinator_killed_no_half_transaction(
+    cluster: ApacheKafkaCluster, fault: str, client: str
 ) -> None:
     """The held transaction commits or is aborted after an abortable error (never a fatal
     error); later transactions commit, with the coordinator dead and once it is back; the
     read_committed readers see no half transaction, no aborted record, every committed record
     once, in order. The peers run the same test: the assertions hold for the clients users
     trust."""
-    run = run_txn_fault(cluster, client)
+    run = run_txn_fault(cluster, client, fault)
     m = run.measured
     print(
         f"\n{format_txn_table([run])}\n(held transaction {m['held_txn']}: {m['held_outcome']}, "
         f"errors {m['held_errors']}; coordinator {m['victim']} -> {m['new_coordinator']}; "
-        f"first later commit {m['recovered_s']} s after the kill; {run.seconds:.0f} s)"
+        f"killed {m['killed_after_s']:.2f} s after the failure with {m['in_flight_bytes']} bytes "
+        f"unread; first later commit {m['recovered_s']} s after it; {run.seconds:.0f} s)"
     )
+    if fault == FAULT_MID_COMMIT:  # the commit's request was out when the broker died
+        assert m["in_flight_bytes"], m
     result = run.result
     assert isinstance(result, TxnLoadResult)
     assert result.fatal is None, f"{client}: fatal {result.fatal}: {result.txns[m['held_txn']]}"
@@ -86,6 +94,8 @@ def test_coordinator_killed_before_commit_no_half_transaction(
         assert v.committed >= 7, (reader, v)  # a couple before the kill, 3 + 3 after it
         assert v.unended == 0, (reader, v)
         assert v.half_visible == 0, f"{client}, read by {reader}: half transactions: {v}"
+        # the application aborted every 5th transaction: records in the log, none visible
+        assert v.aborted_written > 0, (reader, v)
         assert v.aborted_visible == 0, f"{client}, read by {reader}: aborted records seen: {v}"
         assert (v.lost, v.duplicated, v.reordered) == (0, 0, 0), (reader, v)
         assert v.visible == v.records_committed, (reader, v)

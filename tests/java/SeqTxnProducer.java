@@ -2,14 +2,15 @@
 // transactions of numbered records, one after the other, until stdin closes; every record's and
 // every transaction's outcome printed.
 // Usage: java SeqTxnProducer <bootstrap> <topic> <partitions> <records per transaction>
-//            <transactions/s, 0: no cap> [key=value ...]   (key=value: producer settings, with
-//            transactional.id among them)
+//            <transactions/s, 0: no cap> <abort every, 0: never> [key=value ...]
+//            (key=value: producer settings, with transactional.id among them)
 // Record n: value "value-<n>", headers seq=<n> and txn=<k> (its transaction), partition
 // n % partitions. Transaction k: beginTransaction, its records, then commitTransaction as the
 // KafkaProducer javadoc handles it: a TimeoutException is retried by calling commitTransaction
 // again; ProducerFencedException, OutOfOrderSequenceException and AuthorizationException are
 // fatal (the producer is closed); any other KafkaException is abortable: abortTransaction, and the
-// next transaction. stdin lines: "H" holds the next transaction between its last send and its
+// next transaction. Every <abort every>-th transaction (k % n == n - 1) is aborted by the
+// application instead, its records flushed first (they reach the log). stdin lines: "H" holds the next transaction between its last send and its
 // commit (its records flushed first, so that they are all written), "R" releases it.
 // Lines, one per event, times from System.nanoTime() (CLOCK_MONOTONIC, as Python's
 // time.monotonic_ns), the record lines as SeqProducer's:
@@ -53,9 +54,10 @@ public class SeqTxnProducer {
         int partitions = Integer.parseInt(args[2]);
         int perTxn = Integer.parseInt(args[3]);
         double txnRate = Double.parseDouble(args[4]);
+        int abortEvery = Integer.parseInt(args[5]);
         Properties props = new Properties();
         props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, args[0]);
-        for (int i = 5; i < args.length; i++) {
+        for (int i = 6; i < args.length; i++) {
             int eq = args[i].indexOf('=');
             props.put(args[i].substring(0, eq), args[i].substring(eq + 1));
         }
@@ -110,6 +112,11 @@ public class SeqTxnProducer {
                 try {
                     for (int i = 0; i < perTxn; i++, seq++) {
                         send(producer, topic, partitions, seq, txn);
+                    }
+                    if (abortEvery > 0 && txn % abortEvery == abortEvery - 1) {
+                        producer.flush();
+                        if (!abort(producer, txn)) break;
+                        continue;
                     }
                     if (hold.getAndSet(false)) {
                         producer.flush();

@@ -6,7 +6,8 @@ The load (``TxnLoad``: ``CproducerTxnLoad``, ``LibrdkafkaTxnLoad``, ``JavaTxnLoa
 ``tests/java/SeqTxnProducer.java``) runs transactions of ``txn_records`` numbered records one after
 the other: record ``n`` has the value ``b"value-<n>"``, the headers ``seq=<n>`` and ``txn=<k>``
 (its transaction) and goes to partition ``n % partitions``. Each transaction ends as its client's
-documentation says a transactional application should end it:
+documentation says a transactional application should end it, but every ``abort_every``-th,
+which the application aborts, its records flushed first (in the log, for the readers to skip):
 
 - the commit raised a timeout: the commit is called again (Java's javadoc of
   ``commitTransaction``: "it is safe to retry", an abort is not allowed then); librdkafka's
@@ -28,13 +29,16 @@ outcome as unfinished. ``LoadResult.verdict`` then counts records lost (committe
 read_committed reader), duplicated, reordered and ``failed_but_written`` (aborted, yet visible);
 ``TxnLoadResult.txn_verdict`` counts transactions, half-visible ones among them.
 
-The fault (``run_txn_fault(cluster, client)`` -> ``FaultRun``; ``TXN_FAULTS`` for the benchmark):
-``txn-coordinator-killed``. It is not registered with ``cluster_faults.fault``: ``run_fault`` runs
-a non-transactional load.
+The faults (``run_txn_fault(cluster, client, name)`` -> ``FaultRun``; ``TXN_FAULTS`` names them):
+``txn-coordinator-killed`` (the coordinator's broker killed before the commit is called) and
+``txn-coordinator-killed-mid-commit`` (paused, then killed with the commit's EndTxn unread in its
+socket buffer). They are not registered with ``cluster_faults.fault``: ``run_fault`` runs a
+non-transactional load.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import threading
 import time
@@ -51,9 +55,13 @@ from tests.tools.cluster_faults import FaultRun, topic_name
 from tests.tools.seq_load import Ack, LoadResult, seq_of
 
 FAULT = "txn-coordinator-killed"
+FAULT_MID_COMMIT = "txn-coordinator-killed-mid-commit"
 PARTITIONS = 6
 TXN_RECORDS = 100  # records per transaction
 TXN_RATE = 5.0  # transactions/s at most: 500 records/s, room for the brokers on a busy machine
+# every ABORT_EVERY-th transaction is aborted by the application, its records flushed first: the
+# log holds aborted records for the read_committed readers to skip
+ABORT_EVERY = 5
 READ_COMMITTED = {"isolation.level": "read_committed"}
 # Java's defaults, which the three clients keep here: how long commitTransaction blocks
 # (max.block.ms; librdkafka's commit_transaction is given the same), how long the coordinator
@@ -101,6 +109,7 @@ class TxnVerdict(NamedTuple):
     lost: int  # records of committed transactions not read
     duplicated: int  # records read more than once
     reordered: int  # neighbours in a partition out of sending order
+    aborted_written: int  # records of aborted transactions their leaders acknowledged (in the log)
     aborted_visible: int  # records of aborted transactions read
     half_visible: int  # transactions partly read (some of their records, not all)
     unended_visible: int  # transactions without an outcome read whole (the commit went through)
@@ -171,7 +180,7 @@ class TxnLoadResult(LoadResult):
             heads = [v for k, v in r.headers if k == "txn"]
             owner = txn_of.get(seq_of(r))
             assert owner is None or heads == [b"%d" % owner.k], (r, owner)
-        lost = aborted_visible = half = unended_visible = 0
+        lost = aborted_written = aborted_visible = half = unended_visible = 0
         for t in self.txns.values():
             seen = sum(1 for s in t.seqs if s in seqs)
             if 0 < seen < len(t.seqs):
@@ -180,6 +189,9 @@ class TxnLoadResult(LoadResult):
                 lost += len(t.seqs) - seen
             elif t.outcome == ABORTED:
                 aborted_visible += seen
+                aborted_written += sum(
+                    1 for s in t.seqs if s in self.deliveries and self.deliveries[s].error is None
+                )
             elif t.seqs and seen == len(t.seqs):
                 unended_visible += 1
         reordered = 0
@@ -200,6 +212,7 @@ class TxnLoadResult(LoadResult):
             lost=lost,
             duplicated=sum(1 for n in seqs.values() if n > 1),
             reordered=reordered,
+            aborted_written=aborted_written,
             aborted_visible=aborted_visible,
             half_visible=half,
             unended_visible=unended_visible,
@@ -222,10 +235,11 @@ class TxnLoad:
         partitions: int = PARTITIONS,
         txn_records: int = TXN_RECORDS,
         txn_rate: float = TXN_RATE,
+        abort_every: int = ABORT_EVERY,
         config: Optional[Mapping[str, Any]] = None,
     ) -> None:
         self.bootstrap, self.topic, self.partitions = bootstrap, topic, partitions
-        self.txn_records, self.txn_rate = txn_records, txn_rate
+        self.txn_records, self.txn_rate, self.abort_every = txn_records, txn_rate, abort_every
         self.config = dict(config or {})
         self.config.setdefault("transactional.id", f"txn-load-{uuid.uuid4().hex[:8]}")
         self.transactional_id = str(self.config["transactional.id"])
@@ -235,6 +249,11 @@ class TxnLoad:
         self.failure: Optional[BaseException] = None
         self._held: Optional[Txn] = None
         self._held_event = threading.Event()
+
+    @property
+    def pid(self) -> int:
+        """The process whose sockets talk to the brokers."""
+        return os.getpid()
 
     # -- control ----------------------------------------------------------------------------------
 
@@ -388,6 +407,11 @@ class _InProcessTxnLoad(TxnLoad):
                             raise
                         txn.seqs.append(seq)
                         seq += 1
+                    if self.abort_every and k % self.abort_every == self.abort_every - 1:
+                        self._flush()
+                        self._call(txn, self._abort, "abort")
+                        result.ended(txn, ABORTED)
+                        continue
                     if self._hold.is_set():
                         self._hold.clear()
                         self._flush()
@@ -580,6 +604,12 @@ class JavaTxnLoad(TxnLoad):
         self._stdin_lock = threading.Lock()
         self._started = threading.Event()
 
+    @property
+    def pid(self) -> int:
+        self._started.wait(60)
+        assert self._proc is not None
+        return self._proc.pid
+
     def hold_next(self) -> None:
         self._held_event.clear()
         self._held = None
@@ -617,7 +647,8 @@ class JavaTxnLoad(TxnLoad):
         try:
             self._proc = proc = subprocess.Popen(
                 [java(), "-Xmx256m", "-cp", cp, "SeqTxnProducer", self.bootstrap, self.topic,
-                 str(self.partitions), str(self.txn_records), str(self.txn_rate), *settings],
+                 str(self.partitions), str(self.txn_records), str(self.txn_rate),
+                 str(self.abort_every), *settings],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             )  # fmt: skip
         finally:
@@ -718,17 +749,31 @@ def session_timeout_s(cluster: ApacheKafkaCluster) -> float:
     return int(controller.properties.get("broker.session.timeout.ms", 9000)) / 1000
 
 
-def coordinator_killed(cluster: ApacheKafkaCluster, load: TxnLoad) -> Dict[str, Any]:
-    """kill -9 of the transaction coordinator's broker between a transaction's last send (its
-    records written to their partitions) and its commit; the broker started again once later
-    transactions committed.
+def _backlog(port: int, client_pid: int) -> int:
+    """Bytes that process ``client_pid`` sent to the broker listening on ``port`` and that sit
+    unread in the broker's socket buffers (a paused broker's requests), from /proc/net/tcp*."""
+    inodes = set()
+    for fd in os.listdir(f"/proc/{client_pid}/fd"):
+        try:
+            link = os.readlink(f"/proc/{client_pid}/fd/{fd}")
+        except OSError:
+            continue
+        if link.startswith("socket:["):
+            inodes.add(int(link[8:-1]))
+    entries = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as f:
+            for line in f.read().splitlines()[1:]:
+                cols = line.split()
+                local, remote = (int(a.rsplit(":", 1)[1], 16) for a in cols[1:3])
+                entries.append((local, remote, int(cols[4].split(":")[1], 16), int(cols[9])))
+    client_ports = {lp for lp, rp, _, inode in entries if rp == port and inode in inodes}
+    return sum(rx for lp, rp, rx, _ in entries if lp == port and rp in client_ports)
 
-    The commit's EndTxn finds no coordinator until the controller fences the dead broker
-    (broker.session.timeout.ms) and another broker, elected leader of the transaction's
-    __transaction_state partition, has loaded its state; the commit then completes (or raises an
-    abortable error, and the transaction is aborted). ``stall_s``: the kill to the held
-    transaction's outcome; ``recovered_s``: the kill to the commit of the first transaction begun
-    after it."""
+
+def _coordinator_fails(
+    cluster: ApacheKafkaCluster, load: TxnLoad, mid_commit: bool
+) -> Dict[str, Any]:
     session = session_timeout_s(cluster)
     # a commit may take a session timeout, the new coordinator's load, and the client's own
     # rediscovery; the client's retries are bounded by its commit timeout, MAX_ATTEMPTS times
@@ -737,11 +782,26 @@ def coordinator_killed(cluster: ApacheKafkaCluster, load: TxnLoad) -> Dict[str, 
     load.hold_next()
     held = load.wait_held(COMMIT_TIMEOUT_S + 30)
     victim = coordinator_of(cluster, load.transactional_id, 30)
+    node = cluster.nodes[victim]
+    failed_at = time.monotonic()
+    in_flight = None
+    if mid_commit:
+        # the coordinator stops answering with the client's connection open; the commit's
+        # EndTxn goes out and waits in the broker's socket buffer; then the broker dies
+        node.pause()
+        load.release()
+        deadline = time.monotonic() + COMMIT_TIMEOUT_S
+        in_flight = 0
+        while not in_flight and time.monotonic() < deadline:
+            time.sleep(0.02)
+            in_flight = _backlog(node.listeners["PLAINTEXT"], load.pid)
+        cluster.kill(victim)
+    else:
+        cluster.kill(victim)
+        load.release()
     killed_at = time.monotonic()
-    cluster.kill(victim)
-    load.release()
     ended = load.wait_ended(held, outcome_timeout)
-    after = load.wait_committed_since(killed_at, 3, outcome_timeout)
+    after = load.wait_committed_since(failed_at, 3, outcome_timeout)
     new_coordinator = coordinator_of(cluster, load.transactional_id, 30) if ended else None
     # a broker's start takes ~10 s on a quiet machine, minutes on a crowded one
     cluster.start_node(victim, timeout=RESTART_TIMEOUT_S)
@@ -754,15 +814,44 @@ def coordinator_killed(cluster: ApacheKafkaCluster, load: TxnLoad) -> Dict[str, 
         "held_txn": held.k,
         "held_outcome": held.outcome,
         "held_errors": list(held.errors),
-        "stall_s": None if held.ended_at is None else held.ended_at - killed_at,
-        "recovered_s": None if after is None else after - killed_at,
+        "stall_s": None if held.ended_at is None else held.ended_at - failed_at,
+        "recovered_s": None if after is None else after - failed_at,
         "committed_after_restart": after_restart is not None,
-        "killed_at": killed_at,
+        "killed_after_s": killed_at - failed_at,
+        "in_flight_bytes": in_flight,
     }
+
+
+def coordinator_killed(cluster: ApacheKafkaCluster, load: TxnLoad) -> Dict[str, Any]:
+    """kill -9 of the transaction coordinator's broker between a transaction's last send (its
+    records written to their partitions) and its commit; the broker started again once later
+    transactions committed.
+
+    The commit's EndTxn finds no coordinator until the controller fences the dead broker
+    (broker.session.timeout.ms) and another broker, elected leader of the transaction's
+    __transaction_state partition, has loaded its state; the commit then completes (or raises an
+    abortable error, and the transaction is aborted). ``stall_s``: the kill to the held
+    transaction's outcome; ``recovered_s``: the kill to the commit of the first transaction begun
+    after it."""
+    return _coordinator_fails(cluster, load, mid_commit=False)
+
+
+def coordinator_killed_mid_commit(cluster: ApacheKafkaCluster, load: TxnLoad) -> Dict[str, Any]:
+    """The coordinator's broker paused (SIGSTOP) before the commit, killed (SIGKILL) once the
+    commit's request sits unread in its socket buffer: the EndTxn in flight is lost with the
+    connection.
+
+    The client learns it from the reset connection (not from an answer), looks the coordinator
+    up again and sends EndTxn again; the new coordinator, with the transaction still ongoing in
+    its state, commits it. ``in_flight_bytes``: what the client had sent the paused broker when
+    it was killed (0: the commit never got its request out, as in ``txn-coordinator-killed``);
+    ``stall_s`` from the pause (the coordinator's failure, its heartbeats stopped too)."""
+    return _coordinator_fails(cluster, load, mid_commit=True)
 
 
 TXN_FAULTS: Dict[str, Callable[[ApacheKafkaCluster, TxnLoad], Dict[str, Any]]] = {
     FAULT: coordinator_killed,
+    FAULT_MID_COMMIT: coordinator_killed_mid_commit,
 }
 
 
@@ -806,7 +895,7 @@ def run_txn_fault(
 
 
 TXN_TABLE_HEAD = (
-    f"{'fault':<24}{'client':<12}{'txns':>6}{'commit':>7}{'abort':>6}{'sent':>7}{'visible':>8}"
+    f"{'fault':<34}{'client':<12}{'txns':>6}{'commit':>7}{'abort':>6}{'sent':>7}{'visible':>8}"
     f"{'lost':>5}{'dup':>5}{'reord':>6}{'half':>5}{'ab.vis':>7}{'stall s':>9}"
 )
 
@@ -817,7 +906,7 @@ def txn_table_row(run: FaultRun) -> str:
     j: TxnVerdict = run.measured["java_txn_verdict"]
     stall = "-" if run.stall_s is None else f"{run.stall_s:.2f}"
     return (
-        f"{run.fault:<24}{run.client:<12}{v.transactions:>6}{v.committed:>7}{v.aborted:>6}"
+        f"{run.fault:<34}{run.client:<12}{v.transactions:>6}{v.committed:>7}{v.aborted:>6}"
         f"{v.records_sent:>7}{min(v.visible, j.visible):>8}{max(v.lost, j.lost):>5}"
         f"{max(v.duplicated, j.duplicated):>5}{max(v.reordered, j.reordered):>6}"
         f"{max(v.half_visible, j.half_visible):>5}"
