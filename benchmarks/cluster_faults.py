@@ -8,8 +8,8 @@ breaks the cluster and puts it back; the topic is read back by librdkafka and by
 KafkaConsumer. One row per fault and client: records sent, acknowledged, failed, lost
 (acknowledged but not in the topic, or never completed), duplicated, reordered, and the stall
 (the fault to the first acknowledgement of a record sent after it), the median over ``--runs``
-(the clients alternate within each run). Faults that need other broker settings get a cluster
-of their own.
+(the clients alternate within each run). Faults that need other broker settings, or relays in
+front of the brokers (tests/tools/kafka_front.py), get a cluster of their own.
 
     python benchmarks/cluster_faults.py [--faults leader-killed,...] [--clients cproducer,java]
                                         [--runs 1] [--json out.json]
@@ -28,6 +28,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from tests.tools.apache_kafka import ApacheKafkaCluster  # noqa: E402
 from tests.tools.cluster_faults import FaultRun, load_all, run_fault  # noqa: E402
+from tests.tools.kafka_front import RelayedCluster  # noqa: E402
 
 CLIENTS = ["cproducer", "librdkafka", "java"]
 
@@ -83,13 +84,15 @@ def main(argv: List[str] | None = None) -> int:
     unknown = [f for f in names if f not in faults]
     if unknown:
         ap.error(f"unknown faults {unknown}; known: {sorted(faults)}")
-    # faults grouped by the broker settings they need: one cluster per group
-    groups: Dict[Tuple[Tuple[str, str], ...], List[str]] = {}
+    # faults grouped by the cluster they need (relayed or not, broker settings): one per group
+    groups: Dict[Tuple[bool, Tuple[Tuple[str, str], ...]], List[str]] = {}
     for name in names:
-        groups.setdefault(tuple(sorted(faults[name].cluster_properties.items())), []).append(name)
+        f = faults[name]
+        groups.setdefault((f.relayed, tuple(sorted(f.cluster_properties.items()))), []).append(name)
     results: Dict[Tuple[str, str], List[FaultRun]] = {}
-    for props, group in groups.items():
-        with ApacheKafkaCluster(3, properties=dict(props)) as cluster:
+    for (relayed, props), group in groups.items():
+        kind = RelayedCluster if relayed else ApacheKafkaCluster
+        with kind(3, properties=dict(props)) as cluster:
             for name in group:
                 print(f"== {name}: {faults[name].description}", flush=True)
                 for i in range(args.runs):

@@ -50,6 +50,9 @@ class Fault(NamedTuple):
     # a fault with a load of its own (transactions ...): runner(cluster, client, config) does it
     # all and returns the FaultRun
     runner: Optional[Callable[..., FaultRun]] = None
+    # the clients reach the brokers through relays (tests/tools/kafka_front.py: RelayedCluster)
+    # that count their requests, cap Produce versions and reset connections
+    relayed: bool = False
 
 
 FAULTS: Dict[str, Fault] = {}
@@ -61,18 +64,15 @@ def fault(
     rate: float = 1000.0,
     config: Optional[Mapping[str, Any]] = None,
     errors_allowed: bool = False,
+    cluster_properties: Optional[Mapping[str, str]] = None,
+    relayed: bool = False,
 ) -> Callable[[Callable[..., Dict[str, Any]]], Callable[..., Dict[str, Any]]]:
     def register(action: Callable[..., Dict[str, Any]]) -> Callable[..., Dict[str, Any]]:
-        doc = (action.__doc__ or "").strip().split("\n\n")[0]
+        doc = " ".join((action.__doc__ or "").strip().split("\n\n")[0].split())
         FAULTS[name] = Fault(
-            name,
-            action,
-            partitions,
-            rate,
-            dict(config or {}),
-            errors_allowed,
-            " ".join(doc.split()),
-        )
+            name, action, partitions, rate, dict(config or {}), errors_allowed, doc,
+            cluster_properties=dict(cluster_properties or {}), relayed=relayed,
+        )  # fmt: skip
         return action
 
     return register
@@ -97,6 +97,10 @@ def client_config(client: str, config: Mapping[str, Any]) -> Dict[str, Any]:
                 continue  # librdkafka's produce() never blocks: a full queue raises BufferError
             if k == "buffer.memory":
                 v = max(1, int(v) // 1024)
+            if k == "request.timeout.ms" and "socket.timeout.ms" not in config:
+                # librdkafka's request.timeout.ms is only the broker's wait for the replicas;
+                # its own wait for an answer (Java's request.timeout.ms) is socket.timeout.ms
+                out["socket.timeout.ms"] = v
             k = LIBRDKAFKA_NAMES.get(k, k)
         out[k] = v
     return out

@@ -214,7 +214,7 @@ def leader_moves(
     }
 
 
-@fault("leader-moved")
+@fault("leader-moved", relayed=True)
 def leader_moved(cluster: ApacheKafkaCluster, load: Load, topic: str) -> Dict[str, Any]:
     """Every partition's leader moved by a reassignment, then back by a preferred election, the
     clients taking KIP-951's leader hints.
@@ -226,7 +226,7 @@ def leader_moved(cluster: ApacheKafkaCluster, load: Load, topic: str) -> Dict[st
     return leader_moves(cluster, load, topic, None)
 
 
-@fault("leader-moved-v9")
+@fault("leader-moved-v9", relayed=True)
 def leader_moved_v9(cluster: ApacheKafkaCluster, load: Load, topic: str) -> Dict[str, Any]:
     """``leader-moved`` with Produce capped at v9 (no leader hints): the clients learn of each
     move from Metadata only."""
@@ -237,6 +237,7 @@ def leader_moved_v9(cluster: ApacheKafkaCluster, load: Load, topic: str) -> Dict
 @fault(
     "leader-paused",
     config={"request.timeout.ms": REQUEST_TIMEOUT_MS, "delivery.timeout.ms": 90000},
+    relayed=True,
 )
 def leader_paused(cluster: ApacheKafkaCluster, load: Load, topic: str) -> Dict[str, Any]:
     """SIGSTOP of partition 0's leader past request.timeout.ms (5 s) until the controller
@@ -295,7 +296,7 @@ def leader_paused(cluster: ApacheKafkaCluster, load: Load, topic: str) -> Dict[s
 RESETS = 5
 
 
-@fault("connection-reset")
+@fault("connection-reset", relayed=True)
 def connection_reset(cluster: ApacheKafkaCluster, load: Load, topic: str) -> Dict[str, Any]:
     """Five times, half a second apart: partition 0's leader's next Produce answer is dropped
     and the client's connection to it reset (RST) instead.

@@ -122,9 +122,12 @@ class LoadResult:
         for rs in by_partition(records).values():
             order = [seq_of(r) for r in rs]
             reordered += sum(1 for a, b in zip(order, order[1:]) if b <= a)
-        wrong = sum(1 for s, a in ok.items() if s in at and at[s] != (a.partition, a.offset)) + sum(
-            1 for s, a in ok.items() if partitions and a.partition != s % partitions
-        )
+        # (offset -1: a batch answered DUPLICATE_SEQUENCE_NUMBER, its offset not known)
+        wrong = sum(
+            1
+            for s, a in ok.items()
+            if s in at and at[s] != (a.partition, a.offset) and a.offset != -1
+        ) + sum(1 for s, a in ok.items() if partitions and a.partition != s % partitions)
         return Verdict(
             sent=len(self.sent_at),
             acked=len(ok),
