@@ -30,6 +30,7 @@ import pytest
 from tests.tools.apache_kafka import ApacheKafkaCluster
 from tests.tools.faults_txn import (
     ABORTED,
+    CLUSTER_PROPERTIES,
     COMMITTED,
     FAULT,
     FAULT_MID_COMMIT,
@@ -42,20 +43,11 @@ from tests.tools.faults_txn import (
 
 pytestmark = [pytest.mark.kafka, pytest.mark.cluster]
 
-# a killed broker is fenced (its leaderships moved) this long after its last heartbeat
-SESSION_TIMEOUT_MS = 4000
-HEARTBEAT_MS = 500
-
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[ApacheKafkaCluster]:
-    with ApacheKafkaCluster(
-        3,
-        properties={
-            "broker.session.timeout.ms": str(SESSION_TIMEOUT_MS),
-            "broker.heartbeat.interval.ms": str(HEARTBEAT_MS),
-        },
-    ) as c:
+    """Dead brokers fenced after 4 s (``faults_txn.CLUSTER_PROPERTIES``)."""
+    with ApacheKafkaCluster(3, properties=CLUSTER_PROPERTIES) as c:
         yield c
 
 
@@ -69,7 +61,7 @@ def test_coordinator_killed_no_half_transaction(
     read_committed readers see no half transaction, no aborted record, every committed record
     once, in order. The peers run the same test: the assertions hold for the clients users
     trust."""
-    run = run_txn_fault(cluster, client, fault)
+    run = run_txn_fault(cluster, client, name=fault)
     m = run.measured
     print(
         f"\n{format_txn_table([run])}\n(held transaction {m['held_txn']}: {m['held_outcome']}, "

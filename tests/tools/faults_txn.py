@@ -29,15 +29,16 @@ outcome as unfinished. ``LoadResult.verdict`` then counts records lost (committe
 read_committed reader), duplicated, reordered and ``failed_but_written`` (aborted, yet visible);
 ``TxnLoadResult.txn_verdict`` counts transactions, half-visible ones among them.
 
-The faults (``run_txn_fault(cluster, client, name)`` -> ``FaultRun``; ``TXN_FAULTS`` names them):
-``txn-coordinator-killed`` (the coordinator's broker killed before the commit is called) and
+The faults (``run_txn_fault(cluster, client, config, name)`` -> ``FaultRun``; ``TXN_FAULTS`` names
+them): ``txn-coordinator-killed`` (the coordinator's broker killed before the commit is called) and
 ``txn-coordinator-killed-mid-commit`` (paused, then killed with the commit's EndTxn unread in its
-socket buffer). They are not registered with ``cluster_faults.fault``: ``run_fault`` runs a
-non-transactional load.
+socket buffer). Both are in ``cluster_faults.FAULTS`` with their runner (``run_fault`` calls it)
+and their cluster's settings (``CLUSTER_PROPERTIES``: dead brokers fenced after 4 s).
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import threading
@@ -51,11 +52,14 @@ from cproducer.localbroker import request
 from cproducer.protocol import KEY_TYPE_TRANSACTION, FindCoordinatorRequest
 from tests.integration.readback import ConsumedRecord, by_partition, read_back, read_back_java
 from tests.tools.apache_kafka import ApacheKafkaCluster, compiled, java
-from tests.tools.cluster_faults import FaultRun, topic_name
+from tests.tools.cluster_faults import FAULTS, Fault, FaultRun, client_config, topic_name
 from tests.tools.seq_load import Ack, LoadResult, seq_of
 
 FAULT = "txn-coordinator-killed"
 FAULT_MID_COMMIT = "txn-coordinator-killed-mid-commit"
+# the cluster these faults run on: a killed broker's leaderships (its __transaction_state
+# partitions among them) move 4 s after its last heartbeat (9 s by default)
+CLUSTER_PROPERTIES = {"broker.session.timeout.ms": "4000", "broker.heartbeat.interval.ms": "500"}
 PARTITIONS = 6
 TXN_RECORDS = 100  # records per transaction
 TXN_RATE = 5.0  # transactions/s at most: 500 records/s, room for the brokers on a busy machine
@@ -822,7 +826,9 @@ def _coordinator_fails(
     }
 
 
-def coordinator_killed(cluster: ApacheKafkaCluster, load: TxnLoad) -> Dict[str, Any]:
+def coordinator_killed(
+    cluster: ApacheKafkaCluster, load: TxnLoad, topic: Optional[str] = None
+) -> Dict[str, Any]:
     """kill -9 of the transaction coordinator's broker between a transaction's last send (its
     records written to their partitions) and its commit; the broker started again once later
     transactions committed.
@@ -836,7 +842,9 @@ def coordinator_killed(cluster: ApacheKafkaCluster, load: TxnLoad) -> Dict[str, 
     return _coordinator_fails(cluster, load, mid_commit=False)
 
 
-def coordinator_killed_mid_commit(cluster: ApacheKafkaCluster, load: TxnLoad) -> Dict[str, Any]:
+def coordinator_killed_mid_commit(
+    cluster: ApacheKafkaCluster, load: TxnLoad, topic: Optional[str] = None
+) -> Dict[str, Any]:
     """The coordinator's broker paused (SIGSTOP) before the commit, killed (SIGKILL) once the
     commit's request sits unread in its socket buffer: the EndTxn in flight is lost with the
     connection.
@@ -849,7 +857,7 @@ def coordinator_killed_mid_commit(cluster: ApacheKafkaCluster, load: TxnLoad) ->
     return _coordinator_fails(cluster, load, mid_commit=True)
 
 
-TXN_FAULTS: Dict[str, Callable[[ApacheKafkaCluster, TxnLoad], Dict[str, Any]]] = {
+TXN_FAULTS: Dict[str, Callable[..., Dict[str, Any]]] = {
     FAULT: coordinator_killed,
     FAULT_MID_COMMIT: coordinator_killed_mid_commit,
 }
@@ -858,16 +866,18 @@ TXN_FAULTS: Dict[str, Callable[[ApacheKafkaCluster, TxnLoad], Dict[str, Any]]] =
 def run_txn_fault(
     cluster: ApacheKafkaCluster,
     client: str = "cproducer",
-    name: str = FAULT,
     config: Optional[Mapping[str, Any]] = None,
+    name: str = FAULT,
 ) -> FaultRun:
     """One transactional fault, one client: the topic, the load, the fault, both read_committed
-    read-backs. ``measured`` holds the fault's figures and each reader's ``TxnVerdict``
-    (``txn_verdict``, ``java_txn_verdict``)."""
+    read-backs. ``config``: producer settings, Java's names (translated for librdkafka).
+    ``measured`` holds the fault's figures and each reader's ``TxnVerdict`` (``txn_verdict``,
+    ``java_txn_verdict``)."""
     started = time.monotonic()
     topic = topic_name(name)
     cluster.create_topic(topic, PARTITIONS)
-    load = TXN_CLIENTS[client](cluster.bootstrap_servers, topic, config=config)
+    settings = client_config(client, config or {})
+    load = TXN_CLIENTS[client](cluster.bootstrap_servers, topic, config=settings)
     load.start()
     try:
         measured = TXN_FAULTS[name](cluster, load)
@@ -916,3 +926,23 @@ def txn_table_row(run: FaultRun) -> str:
 
 def format_txn_table(runs: List[FaultRun]) -> str:
     return "\n".join([TXN_TABLE_HEAD, *(txn_table_row(r) for r in runs)])
+
+
+def _register() -> None:
+    """Both faults in ``cluster_faults.FAULTS``, with their runner and cluster settings."""
+    for name, action in TXN_FAULTS.items():
+        doc = (action.__doc__ or "").strip().split("\n\n")[0]
+        FAULTS[name] = Fault(
+            name,
+            action,
+            PARTITIONS,
+            TXN_RATE * TXN_RECORDS,
+            {},
+            False,
+            " ".join(doc.split()),
+            cluster_properties=CLUSTER_PROPERTIES,
+            runner=functools.partial(run_txn_fault, name=name),
+        )
+
+
+_register()
