@@ -176,7 +176,8 @@ class Load:
         deadline = time.monotonic() + warm_up_timeout
         while not self.result.acks:
             if self.failure is not None or not self._thread.is_alive():
-                self.stop()
+                self.stop()  # raises the load's failure, if any
+                raise RuntimeError(f"{self.client}: the load ended before any acknowledgement")
             if time.monotonic() > deadline:
                 self.stop(30)
                 raise TimeoutError(f"{self.client}: no record acknowledged in {warm_up_timeout} s")
