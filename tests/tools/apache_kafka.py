@@ -193,6 +193,7 @@ class KafkaNode:
         self.log_file = dir / "server.log"
         self.config_file = dir / "server.properties"
         self.process: Optional[subprocess.Popen] = None
+        self.paused = False  # SIGSTOPped: running, but no answer
         dir.mkdir(parents=True, exist_ok=True)
         (dir / "log4j2.properties").write_text(_LOG4J2.format(log=self.log_file))
         props = {"node.id": str(node_id), "process.roles": roles, "log.dirs": str(dir / "data")}
@@ -243,10 +244,12 @@ class KafkaNode:
         """SIGSTOP: the node stops answering, its connections stay open."""
         assert self.process is not None
         self.process.send_signal(signal.SIGSTOP)
+        self.paused = True
 
     def resume(self) -> None:
         assert self.process is not None
         self.process.send_signal(signal.SIGCONT)
+        self.paused = False
 
     def move_listener(
         self, name: str = "PLAINTEXT", host: str = "127.0.0.1", port: Optional[int] = None
@@ -394,7 +397,7 @@ class _Brokers:
         (KAFKA-15591): meanwhile Produce is answered NOT_LEADER_OR_FOLLOWER. ``writable=False``
         leaves a test in that moment."""
         rf = self.replication_factor if replication_factor is None else replication_factor
-        node = next(n for n in self.brokers if n.running)
+        node = self.answering_broker()
         port = node.listeners["PLAINTEXT"]
         topic = NewTopic(name, partitions, rf, dict(configs or {}))
         resp = request(self.host, port, CreateTopicsRequest([topic], timeout_ms=30000), 4, timeout)
@@ -435,8 +438,12 @@ class _Brokers:
             for t in md.topics
         )
 
+    def answering_broker(self) -> KafkaNode:
+        """A broker to ask: running and not paused (a paused one would only time out)."""
+        return next(n for n in self.brokers if n.running and not n.paused)
+
     def leader_of(self, topic: str, partition: int) -> int:
-        node = next(n for n in self.brokers if n.running)
+        node = self.answering_broker()
         md = request(self.host, node.listeners["PLAINTEXT"], MetadataRequest([topic], False), 7)
         for t in md.topics:
             for p in t.partitions:
@@ -447,7 +454,7 @@ class _Brokers:
     def partition_states(self, topic: str) -> Dict[int, Tuple[int, List[int], List[int]]]:
         """``{partition: (leader, replicas, in-sync replicas)}`` of ``topic`` as a running broker's
         Metadata has them (leader -1: none)."""
-        node = next(n for n in self.brokers if n.running)
+        node = self.answering_broker()
         md = request(self.host, node.listeners["PLAINTEXT"], MetadataRequest([topic], False), 7)
         return {
             int(p.partition): (int(p.leader_id), sorted(p.replica_ids), sorted(p.isr_ids))

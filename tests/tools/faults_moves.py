@@ -65,7 +65,7 @@ def needs_front(cluster: ApacheKafkaCluster, name: str) -> KafkaFront:
 
 def partitions_of(cluster: ApacheKafkaCluster, topic: str) -> Dict[int, PartitionMetadata]:
     """The topic's partitions as a running broker's Metadata shows them."""
-    node = next(n for n in cluster.brokers if n.running)
+    node = cluster.answering_broker()
     port = node.listeners["PLAINTEXT"]
     md = request(cluster.host, port, MetadataRequest([topic], False), 7, 10.0)
     return {p.partition: p for t in md.topics if t.name == topic for p in t.partitions}
