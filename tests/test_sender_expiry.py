@@ -10,6 +10,7 @@ from cproducer.cluster import TopicPartition
 from cproducer.network.network_client import ClientResponse
 from cproducer.producer.internals.producer_batch import ProducerBatch
 from cproducer.producer.internals.sender import Sender
+from cproducer.producer.internals.transaction_manager import TransactionManager
 from cproducer.protocol.produce import PartitionProduceResponse, ProduceResponse
 from cproducer.record.record_batch_builder import RecordBatchBuilder
 from cproducer.utils.time import ManualClock
@@ -254,3 +255,41 @@ def test_the_poll_timeout_ends_at_the_next_in_flight_expiry() -> None:
     s.in_flight_batches = {A: [in_flight]}
     assert s.send_producer_data(clock.monotonic_ms()) == 100
     assert s.in_flight_batches == {A: [in_flight]}  # not yet expired
+
+
+class ExpiringAccumulator(RetryingAccumulator):
+    """Nothing to drain; ``expired_batches`` hands out the given batches once."""
+
+    def __init__(self, expired: List[Any]) -> None:
+        super().__init__([], check_ms=100)
+        self.expired = expired
+
+    def expired_batches(self, now: int) -> List[Any]:
+        out, self.expired = self.expired, []
+        return out
+
+
+def test_an_expired_retry_leaves_its_partition_unresolved() -> None:
+    """Java's Sender marks the sequences of an expired batch that had been sent again
+    (inRetry) unresolved: no new batch goes to its partition until the batches sent before are
+    done (then a new producer id if they left a gap). A batch that expired unsent leaves its
+    partition as it was."""
+    tm = TransactionManager()
+    tm.set_producer_id_and_epoch(7, 0)
+    retried, unsent = batch(A, 0), batch(B, 0)
+    tm.sequence_batch(retried)
+    retried.reenqueued(500)
+    cluster = SimpleNamespace(node_by_id=lambda node_id: SimpleNamespace(id=node_id), nodes=[])
+    s = sender(
+        ExpiringAccumulator([retried, unsent]),
+        False,
+        OneNodeClient(),
+        SimpleNamespace(fetch=lambda: cluster),
+        batch_time_ms=lambda: 1500,
+        transaction_manager=tm,
+    )
+    s.send_producer_data(0)
+    for b in (retried, unsent):
+        assert isinstance(b.result.error_for(0), errors.KafkaTimeoutError)
+    assert tm.should_stop_drain(A, -1)
+    assert not tm.should_stop_drain(B, -1)

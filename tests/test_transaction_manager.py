@@ -114,16 +114,88 @@ def test_a_batch_passed_by_a_later_one_goes_again_under_a_new_id() -> None:
     assert (b1.producer_id, b1.base_sequence) == (8, 0)
 
 
-def test_a_batch_passed_by_a_later_one_fails_when_it_may_be_in_the_log() -> None:
+def test_a_batch_passed_by_a_later_one_keeps_its_id_when_it_may_be_in_the_log() -> None:
+    """b1's request timed out: the broker may have written it, so sending it under a new id
+    could write it twice. It is retried under its own id, as Java retries every
+    OUT_OF_ORDER_SEQUENCE_NUMBER of an idempotent producer: the broker may yet answer
+    DUPLICATE_SEQUENCE_NUMBER, and otherwise the Sender fails it at delivery.timeout.ms with a
+    timeout (not at once with OutOfOrderSequenceNumberError, as before: records of a partition
+    whose two replicas died failed so seconds early)."""
     tm = TransactionManager()
     tm.set_producer_id_and_epoch(7, 0)
     b1, b2 = drain(tm, FakeBatch(TP, 2)), drain(tm, FakeBatch(TP, 3))
-    # b1's request timed out: the broker may have written it; sending it under a new id could
-    # write it twice, so it is not retried
     assert tm.can_retry(errors.RequestTimedOutError(), b1, -1)
     tm.handle_completed_batch(b2, base_offset=2)
-    assert not tm.can_retry(errors.OutOfOrderSequenceNumberError(), b1, -1)
+    assert tm.can_retry(errors.OutOfOrderSequenceNumberError(), b1, -1)
     assert not tm.reset_requested()
+    assert (b1.producer_id, b1.producer_epoch, b1.base_sequence) == (7, 0, 0)
+    assert tm.can_retry(errors.OutOfOrderSequenceNumberError(), b1, -1)  # again and again
+    assert not tm.reset_requested()
+
+
+def _expired_after_a_retry(tm: TransactionManager) -> Any:
+    """b1, b2, b3 sent; b1 retried (NOT_ENOUGH_REPLICAS) and then expired at its
+    delivery.timeout.ms, as the Sender fails it and marks it (Java's inRetry())."""
+    tm.set_producer_id_and_epoch(7, 0)
+    b1, b2, b3 = (drain(tm, FakeBatch(TP, 2)) for _ in range(3))
+    assert tm.can_retry(errors.NotEnoughReplicasError(), b1, -1)
+    tm.handle_failed_batch(b1, errors.KafkaTimeoutError("Expiring 2 record(s)"), False)
+    tm.mark_sequence_unresolved(b1)
+    return b1, b2, b3
+
+
+def test_an_expired_retry_holds_new_batches_until_the_partition_resolves() -> None:
+    """Java's unresolved sequences (KIP-360): whether b1 is in the log is unknown. New
+    batches wait; the ones in flight go on; once none is left and the sequences have a gap
+    (b2 and b3 expired too) the producer takes a new id, under which the new batches start at
+    sequence 0. (Before, new batches took the sequences after the gap and were answered
+    OUT_OF_ORDER_SEQUENCE_NUMBER until they expired as well: a partition's records failed for
+    tens of seconds after its brokers were back.)"""
+    tm = TransactionManager()
+    _, b2, b3 = _expired_after_a_retry(tm)
+    assert tm.has_unresolved_sequences()
+    assert tm.should_stop_drain(TP, -1)  # a new batch waits
+    assert not tm.should_stop_drain(TP, b2.base_sequence)  # a sequenced one goes on
+    tm.maybe_resolve_sequences()
+    assert not tm.reset_requested()  # b2 and b3 are still in flight
+    for b in (b2, b3):
+        tm.handle_failed_batch(b, errors.KafkaTimeoutError("Expiring 2 record(s)"), False)
+    tm.maybe_resolve_sequences()
+    assert tm.reset_requested() and not tm.has_unresolved_sequences()
+    tm.set_producer_id_and_epoch(7, 1)
+    assert drain(tm, FakeBatch(TP, 1)).base_sequence == 0
+
+
+def test_an_expired_retry_is_resolved_by_the_later_batches_written() -> None:
+    """b2 and b3 written after b1 expired: the broker took the sequences after b1, so b1 is
+    in the log too; nothing to reset, new batches go on from the next sequence."""
+    tm = TransactionManager()
+    _, b2, b3 = _expired_after_a_retry(tm)
+    tm.handle_completed_batches([b2, b3], [2, 4])
+    tm.maybe_resolve_sequences()
+    assert not tm.reset_requested() and not tm.has_unresolved_sequences()
+    assert drain(tm, FakeBatch(TP, 1)).base_sequence == 6
+
+
+def test_out_of_order_right_after_an_expired_retry_resets_at_once() -> None:
+    """b2 (the sequence right after b1) refused OUT_OF_ORDER_SEQUENCE_NUMBER: b1 is not in the
+    log; a new id at once (Java's isNextSequenceForUnresolvedPartition), b2 retried under it.
+    b3's refusal alone proves nothing: retried, no reset."""
+    tm = TransactionManager()
+    _, b2, b3 = _expired_after_a_retry(tm)
+    assert tm.can_retry(errors.OutOfOrderSequenceNumberError(), b3, -1)
+    assert not tm.reset_requested()
+    assert tm.can_retry(errors.OutOfOrderSequenceNumberError(), b2, -1)
+    assert tm.reset_requested()
+
+
+def test_a_transaction_marks_no_sequence_unresolved() -> None:
+    tm = TransactionManager(transactional_id="t")
+    tm.set_producer_id_and_epoch(7, 0)
+    b1 = FakeBatch(TP, 2)
+    tm.sequence_batch(b1)
+    tm.mark_sequence_unresolved(b1)
+    assert not tm.has_unresolved_sequences()
 
 
 def test_a_transactional_batch_passed_by_a_later_one_fails() -> None:

@@ -224,6 +224,8 @@ class Sender:
         now = self._now()
         self.metrics.sample_pool(now)
         self._txn_node_delay = NO_DELAY_LIMIT_MS
+        if tm is not None and tm.has_unresolved_sequences():
+            tm.maybe_resolve_sequences()
         if tm is not None and tm.needs_producer_id():
             self._maybe_init_producer_id(tm, now)
         txn = self._txn
@@ -356,6 +358,9 @@ class Sender:
                 f"(delivery.timeout.ms={self.delivery_timeout_ms})"
             )
             self._fail_batch(batch, errors.KafkaTimeoutError(msg), adjust_sequences=False)
+            if self.transaction_manager is not None and batch.retry:
+                # Java's inRetry(): it was sent, and may be in the log
+                self.transaction_manager.mark_sequence_unresolved(batch)
         if expired:
             # a batch drained above (a retry) can be past delivery.timeout.ms too: it has just
             # failed and given its memory back, so it stays out of the request

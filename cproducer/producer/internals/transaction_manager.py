@@ -224,6 +224,10 @@ class TransactionManager:
         self._reset_requested = False
         self._fatal: Optional[BaseException] = None
         self.resets = 0  # how many times the producer id was reset (observable for tests/metrics)
+        # Java's partitionsWithUnresolvedSequences (idempotent producer): partitions where a
+        # batch that had been sent again expired, so whether the broker wrote it is unknown, by
+        # the sequence after it. No new batch goes to one until its batches in flight are done.
+        self._unresolved: Dict[TopicPartition, int] = {}
 
     @property
     def state(self) -> TransactionState:
@@ -275,6 +279,7 @@ class TransactionManager:
             for tp, entry in self._partitions.items():
                 if entry.producer_id_and_epoch != self._pid_epoch:
                     self._start_sequences_at_beginning(tp, entry)
+            self._unresolved.clear()  # every partition's sequences start again
             log.info("producer id %d epoch %d", producer_id, epoch)
 
     def request_producer_id_reset(self, reason: str) -> None:
@@ -360,7 +365,8 @@ class TransactionManager:
             if not self._send_allowed(tp):
                 return True
             if base_sequence == NO_SEQUENCE:
-                return False
+                # Java: no new batch while the partition's earlier sequences are unresolved
+                return tp in self._unresolved
             entry = self._partitions.get(tp)
             if entry is None:
                 return False
@@ -489,6 +495,44 @@ class TransactionManager:
                     pid, epoch, other.base_sequence - count, self.is_transactional()
                 )
 
+    def mark_sequence_unresolved(self, batch: Any) -> None:
+        """Java's markSequenceUnresolved: a batch that had been sent again (a retry) expired, so
+        whether the broker wrote it is unknown. An idempotent producer's alone (a transaction
+        with a failed batch is aborted and bumps its epoch anyway)."""
+        with self._lock:
+            if self.transactional_id is not None or batch.base_sequence == NO_SEQUENCE:
+                return
+            entry = self._partitions.get(batch.topic_partition)
+            if entry is None or batch.producer_id != entry.producer_id_and_epoch[0]:
+                return  # the partition's sequences started again since
+            after = (batch.base_sequence + batch.record_count) & 0x7FFFFFFF
+            tp = batch.topic_partition
+            self._unresolved[tp] = max(self._unresolved.get(tp, 0), after)
+            log.debug("%s unresolved: next sequence %d", tp, self._unresolved[tp])
+
+    def has_unresolved_sequences(self) -> bool:
+        return bool(self._unresolved)
+
+    def maybe_resolve_sequences(self) -> None:
+        """Java's maybeResolveSequences (the Sender asks each loop): an unresolved partition
+        with no batch in flight any more is resolved when every sequence it was given was
+        acknowledged (later batches were written, so the expired one was too); else its
+        sequences have a gap the broker will not pass, and the producer takes a new id (Java
+        bumps the epoch) under which they start at 0 again."""
+        with self._lock:
+            for tp in list(self._unresolved):
+                entry = self._partitions.get(tp)
+                if entry is not None and entry.in_flight:
+                    continue
+                del self._unresolved[tp]
+                if entry is None or entry.producer_id_and_epoch != self._pid_epoch:
+                    continue
+                if (entry.last_acked_sequence + 1) & 0x7FFFFFFF != entry.next_sequence:
+                    self.request_producer_id_reset(
+                        f"batches of {tp} expired after they were sent; the sequences after "
+                        "them cannot be written"
+                    )
+
     def can_retry(self, error: BaseException, batch: Any, log_start_offset: int) -> bool:
         """Java's TransactionManager.canRetry for the idempotent producer."""
         with self._lock:
@@ -509,11 +553,26 @@ class TransactionManager:
                     # moment later. Waiting cannot close that gap. Every attempt was answered
                     # (nothing of this batch can be in the log), so the idempotent producer
                     # sends it again under a new id; a transaction fails it (abortable).
-                    if self.transactional_id is not None or entry.outcome_unknown:
+                    if self.transactional_id is not None:
                         return False
+                    if entry.outcome_unknown:
+                        # an attempt may have been written: not under a new id (twice), but
+                        # under its own until delivery.timeout.ms, as Java retries every
+                        # OUT_OF_ORDER_SEQUENCE_NUMBER of an idempotent producer; the broker
+                        # may still answer DUPLICATE_SEQUENCE_NUMBER, else the batch expires
+                        return True
                     self.request_producer_id_reset(
                         f"OUT_OF_ORDER_SEQUENCE_NUMBER for {tp}: later sequences were written"
                     )
+                    return True
+                unresolved = self._unresolved.get(tp)
+                if unresolved is not None and self.transactional_id is None:
+                    # Java: the batch right after an expired one refused: that one is not in
+                    # the log, a gap: a new id now; any other waits for the partition to resolve
+                    if batch.base_sequence == unresolved:
+                        self.request_producer_id_reset(
+                            f"OUT_OF_ORDER_SEQUENCE_NUMBER for {tp} after an expired batch"
+                        )
                     return True
                 if not is_next:
                     # an earlier batch has not landed yet: retry once it has
