@@ -464,16 +464,16 @@ class _Brokers:
         }
 
     def wait_isr_full(self, timeout: float = 60.0) -> None:
-        """Until every running broker's Metadata shows each partition of every topic (the
-        internal ones too) with a leader and all of its replicas in sync: a cluster made whole
-        again after a fault."""
+        """Until every running broker's Metadata (a paused one's aside) shows each partition of
+        every topic (the internal ones too) with a leader and all of its replicas in sync: a
+        cluster made whole again after a fault."""
         deadline = time.monotonic() + timeout
         last: Any = None
         while True:
             try:
                 behind = []
                 for n in self.brokers:
-                    if not n.running:
+                    if not n.running or n.paused:
                         continue
                     md = request(
                         self.host, n.listeners["PLAINTEXT"], MetadataRequest(None, False), 7
