@@ -53,7 +53,7 @@ from cproducer.protocol import KEY_TYPE_TRANSACTION, FindCoordinatorRequest
 from tests.integration.readback import ConsumedRecord, by_partition, read_back, read_back_java
 from tests.tools.apache_kafka import ApacheKafkaCluster, compiled, java
 from tests.tools.cluster_faults import FAULTS, Fault, FaultRun, client_config, topic_name
-from tests.tools.seq_load import Ack, LoadResult, seq_of
+from tests.tools.seq_load import Ack, LoadResult, paced, seq_of
 
 FAULT = "txn-coordinator-killed"
 FAULT_MID_COMMIT = "txn-coordinator-killed-mid-commit"
@@ -337,14 +337,7 @@ class TxnLoad:
         raise NotImplementedError
 
     def _paced(self) -> Iterator[int]:
-        start, k = time.monotonic(), 0
-        while not self._stop.is_set():
-            if self.txn_rate:
-                wait = start + k / self.txn_rate - time.monotonic()
-                if wait > 0:
-                    time.sleep(wait)
-            yield k
-            k += 1
+        return paced(self._stop, self.txn_rate)
 
 
 class _InProcessTxnLoad(TxnLoad):

@@ -21,7 +21,18 @@ import subprocess
 import threading
 import time
 from collections import Counter
-from typing import Any, Callable, Dict, Iterable, List, Mapping, NamedTuple, Optional, Tuple
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    Iterable,
+    Iterator,
+    List,
+    Mapping,
+    NamedTuple,
+    Optional,
+    Tuple,
+)
 
 from tests.integration.readback import ConsumedRecord, by_partition
 from tests.tools.apache_kafka import compiled, java
@@ -148,6 +159,18 @@ def seq_of(record: ConsumedRecord) -> int:
     return int(values[0])
 
 
+def paced(stop: threading.Event, rate: float) -> Iterator[int]:
+    """0, 1, 2 ... each at its time for ``rate`` a second (0: at once), until ``stop`` is set."""
+    start, n = time.monotonic(), 0
+    while not stop.is_set():
+        if rate:
+            wait = start + n / rate - time.monotonic()
+            if wait > 0:
+                time.sleep(wait)
+        yield n
+        n += 1
+
+
 class Load:
     """One client sending numbered records to ``topic`` at ``rate`` records/s (0: no cap)."""
 
@@ -192,14 +215,7 @@ class Load:
 
     def _paced(self) -> Iterable[int]:
         """Sequence numbers, each at its time, until stop()."""
-        start, seq = time.monotonic(), 0
-        while not self._stop.is_set():
-            if self.rate:
-                wait = start + seq / self.rate - time.monotonic()
-                if wait > 0:
-                    time.sleep(wait)
-            yield seq
-            seq += 1
+        return paced(self._stop, self.rate)
 
     def stop(self, timeout: float = 180.0) -> LoadResult:
         """Ends the sending and waits (flush) for every record's outcome."""
