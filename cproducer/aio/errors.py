@@ -13,11 +13,12 @@ aiokafka raises in the same situation, keeping the engine's error as ``__cause__
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Type
+from typing import Dict, Optional, Type
 
 from cproducer import errors as engine_errors
 
-__all__ = [  # noqa: RUF022 - grouped as aiokafka groups them
+__all__ = [  # noqa: RUF022 - grouped as aiokafka groups them; the broker codes' classes
+    # are added below, from the generated module
     "ConsumerStoppedError",
     "NoOffsetForPartitionError",
     "RecordTooLargeError",
@@ -47,85 +48,6 @@ __all__ = [  # noqa: RUF022 - grouped as aiokafka groups them
     "KafkaConfigurationError",
     "QuotaViolationError",
     "BrokerResponseError",
-    "NoError",
-    "UnknownError",
-    "OffsetOutOfRangeError",
-    "CorruptRecordException",
-    "UnknownTopicOrPartitionError",
-    "InvalidFetchRequestError",
-    "LeaderNotAvailableError",
-    "NotLeaderForPartitionError",
-    "RequestTimedOutError",
-    "BrokerNotAvailableError",
-    "ReplicaNotAvailableError",
-    "MessageSizeTooLargeError",
-    "StaleControllerEpochError",
-    "OffsetMetadataTooLargeError",
-    "StaleLeaderEpochCodeError",
-    "GroupLoadInProgressError",
-    "GroupCoordinatorNotAvailableError",
-    "NotCoordinatorForGroupError",
-    "InvalidTopicError",
-    "RecordListTooLargeError",
-    "NotEnoughReplicasError",
-    "NotEnoughReplicasAfterAppendError",
-    "InvalidRequiredAcksError",
-    "IllegalGenerationError",
-    "InconsistentGroupProtocolError",
-    "InvalidGroupIdError",
-    "UnknownMemberIdError",
-    "InvalidSessionTimeoutError",
-    "RebalanceInProgressError",
-    "InvalidCommitOffsetSizeError",
-    "TopicAuthorizationFailedError",
-    "GroupAuthorizationFailedError",
-    "ClusterAuthorizationFailedError",
-    "InvalidTimestampError",
-    "UnsupportedSaslMechanismError",
-    "IllegalSaslStateError",
-    "UnsupportedVersionError",
-    "TopicAlreadyExistsError",
-    "InvalidPartitionsError",
-    "InvalidReplicationFactorError",
-    "InvalidReplicationAssignmentError",
-    "InvalidConfigurationError",
-    "NotControllerError",
-    "InvalidRequestError",
-    "UnsupportedForMessageFormatError",
-    "PolicyViolationError",
-    "OutOfOrderSequenceNumber",
-    "DuplicateSequenceNumber",
-    "InvalidProducerEpoch",
-    "InvalidTxnState",
-    "InvalidProducerIdMapping",
-    "InvalidTransactionTimeout",
-    "ConcurrentTransactions",
-    "TransactionCoordinatorFenced",
-    "TransactionalIdAuthorizationFailed",
-    "SecurityDisabled",
-    "OperationNotAttempted",
-    "KafkaStorageError",
-    "LogDirNotFound",
-    "SaslAuthenticationFailed",
-    "UnknownProducerId",
-    "ReassignmentInProgress",
-    "DelegationTokenAuthDisabled",
-    "DelegationTokenNotFound",
-    "DelegationTokenOwnerMismatch",
-    "DelegationTokenRequestNotAllowed",
-    "DelegationTokenAuthorizationFailed",
-    "DelegationTokenExpired",
-    "InvalidPrincipalType",
-    "NonEmptyGroup",
-    "GroupIdNotFound",
-    "FetchSessionIdNotFound",
-    "InvalidFetchSessionEpoch",
-    "ListenerNotFound",
-    "MemberIdRequired",
-    "InvalidMessageError",
-    "CoordinatorLoadInProgressError",
-    "CoordinatorNotAvailableError",
-    "NotCoordinatorError",
     "for_code",
     "kafka_errors",
 ]
@@ -273,159 +195,21 @@ class BrokerResponseError(KafkaError):
         return f"[Error {self.errno}] {super().__str__()}"
 
 
-_ERRORS_BY_CODE: Dict[int, Type[BrokerResponseError]] = {}
+# aiokafka's class of each broker error code, generated from the table of the protocol's error
+# codes; the import stands here, after the base they derive from
+from cproducer.aio import _errors_generated  # noqa: E402
+from cproducer.aio._errors_generated import *  # noqa: E402, F403
+from cproducer.aio._errors_generated import (  # noqa: E402
+    InvalidProducerEpoch,
+    InvalidTopicError,
+    MessageSizeTooLargeError,
+    UnknownError,
+)
 
-
-def _code(
-    errno: int, name: str, message: str, retriable: bool = False, invalid_metadata: bool = False
-) -> Type[BrokerResponseError]:
-    attrs: Dict[str, Any] = {"errno": errno, "message": message, "__module__": __name__}
-    if retriable:
-        attrs["retriable"] = True
-    if invalid_metadata:
-        attrs["invalid_metadata"] = True
-    cls = type(name, (BrokerResponseError,), attrs)
-    _ERRORS_BY_CODE[errno] = cls
-    return cls
-
-
-# aiokafka's table: errno, protocol error name, retriable, invalid_metadata
-NoError = _code(0, "NoError", "NO_ERROR")
-UnknownError = _code(-1, "UnknownError", "UNKNOWN")
-OffsetOutOfRangeError = _code(1, "OffsetOutOfRangeError", "OFFSET_OUT_OF_RANGE")
-CorruptRecordException = _code(2, "CorruptRecordException", "CORRUPT_MESSAGE")
-InvalidMessageError = CorruptRecordException
-UnknownTopicOrPartitionError = _code(
-    3,
-    "UnknownTopicOrPartitionError",
-    "UNKNOWN_TOPIC_OR_PARTITION",
-    retriable=True,
-    invalid_metadata=True,
-)
-InvalidFetchRequestError = _code(4, "InvalidFetchRequestError", "INVALID_FETCH_SIZE")
-LeaderNotAvailableError = _code(
-    5, "LeaderNotAvailableError", "LEADER_NOT_AVAILABLE", retriable=True, invalid_metadata=True
-)
-NotLeaderForPartitionError = _code(
-    6,
-    "NotLeaderForPartitionError",
-    "NOT_LEADER_FOR_PARTITION",
-    retriable=True,
-    invalid_metadata=True,
-)
-RequestTimedOutError = _code(7, "RequestTimedOutError", "REQUEST_TIMED_OUT", retriable=True)
-BrokerNotAvailableError = _code(8, "BrokerNotAvailableError", "BROKER_NOT_AVAILABLE")
-ReplicaNotAvailableError = _code(9, "ReplicaNotAvailableError", "REPLICA_NOT_AVAILABLE")
-MessageSizeTooLargeError = _code(10, "MessageSizeTooLargeError", "MESSAGE_SIZE_TOO_LARGE")
-StaleControllerEpochError = _code(11, "StaleControllerEpochError", "STALE_CONTROLLER_EPOCH")
-OffsetMetadataTooLargeError = _code(12, "OffsetMetadataTooLargeError", "OFFSET_METADATA_TOO_LARGE")
-StaleLeaderEpochCodeError = _code(13, "StaleLeaderEpochCodeError", "STALE_LEADER_EPOCH_CODE")
-GroupLoadInProgressError = _code(
-    14, "GroupLoadInProgressError", "COORDINATOR_LOAD_IN_PROGRESS", retriable=True
-)
-CoordinatorLoadInProgressError = GroupLoadInProgressError
-GroupCoordinatorNotAvailableError = _code(
-    15, "GroupCoordinatorNotAvailableError", "COORDINATOR_NOT_AVAILABLE", retriable=True
-)
-CoordinatorNotAvailableError = GroupCoordinatorNotAvailableError
-NotCoordinatorForGroupError = _code(
-    16, "NotCoordinatorForGroupError", "NOT_COORDINATOR", retriable=True
-)
-NotCoordinatorError = NotCoordinatorForGroupError
-InvalidTopicError = _code(17, "InvalidTopicError", "INVALID_TOPIC")
-RecordListTooLargeError = _code(18, "RecordListTooLargeError", "RECORD_LIST_TOO_LARGE")
-NotEnoughReplicasError = _code(19, "NotEnoughReplicasError", "NOT_ENOUGH_REPLICAS", retriable=True)
-NotEnoughReplicasAfterAppendError = _code(
-    20, "NotEnoughReplicasAfterAppendError", "NOT_ENOUGH_REPLICAS_AFTER_APPEND", retriable=True
-)
-InvalidRequiredAcksError = _code(21, "InvalidRequiredAcksError", "INVALID_REQUIRED_ACKS")
-IllegalGenerationError = _code(22, "IllegalGenerationError", "ILLEGAL_GENERATION")
-InconsistentGroupProtocolError = _code(
-    23, "InconsistentGroupProtocolError", "INCONSISTENT_GROUP_PROTOCOL"
-)
-InvalidGroupIdError = _code(24, "InvalidGroupIdError", "INVALID_GROUP_ID")
-UnknownMemberIdError = _code(25, "UnknownMemberIdError", "UNKNOWN_MEMBER_ID")
-InvalidSessionTimeoutError = _code(26, "InvalidSessionTimeoutError", "INVALID_SESSION_TIMEOUT")
-RebalanceInProgressError = _code(27, "RebalanceInProgressError", "REBALANCE_IN_PROGRESS")
-InvalidCommitOffsetSizeError = _code(
-    28, "InvalidCommitOffsetSizeError", "INVALID_COMMIT_OFFSET_SIZE"
-)
-TopicAuthorizationFailedError = _code(
-    29, "TopicAuthorizationFailedError", "TOPIC_AUTHORIZATION_FAILED"
-)
-GroupAuthorizationFailedError = _code(
-    30, "GroupAuthorizationFailedError", "GROUP_AUTHORIZATION_FAILED"
-)
-ClusterAuthorizationFailedError = _code(
-    31, "ClusterAuthorizationFailedError", "CLUSTER_AUTHORIZATION_FAILED"
-)
-InvalidTimestampError = _code(32, "InvalidTimestampError", "INVALID_TIMESTAMP")
-UnsupportedSaslMechanismError = _code(
-    33, "UnsupportedSaslMechanismError", "UNSUPPORTED_SASL_MECHANISM"
-)
-IllegalSaslStateError = _code(34, "IllegalSaslStateError", "ILLEGAL_SASL_STATE")
-UnsupportedVersionError = _code(35, "UnsupportedVersionError", "UNSUPPORTED_VERSION")
-TopicAlreadyExistsError = _code(36, "TopicAlreadyExistsError", "TOPIC_ALREADY_EXISTS")
-InvalidPartitionsError = _code(37, "InvalidPartitionsError", "INVALID_PARTITIONS")
-InvalidReplicationFactorError = _code(
-    38, "InvalidReplicationFactorError", "INVALID_REPLICATION_FACTOR"
-)
-InvalidReplicationAssignmentError = _code(
-    39, "InvalidReplicationAssignmentError", "INVALID_REPLICATION_ASSIGNMENT"
-)
-InvalidConfigurationError = _code(40, "InvalidConfigurationError", "INVALID_CONFIG")
-NotControllerError = _code(41, "NotControllerError", "NOT_CONTROLLER", retriable=True)
-InvalidRequestError = _code(42, "InvalidRequestError", "INVALID_REQUEST")
-UnsupportedForMessageFormatError = _code(
-    43, "UnsupportedForMessageFormatError", "UNSUPPORTED_FOR_MESSAGE_FORMAT"
-)
-PolicyViolationError = _code(44, "PolicyViolationError", "POLICY_VIOLATION")
-OutOfOrderSequenceNumber = _code(45, "OutOfOrderSequenceNumber", "OUT_OF_ORDER_SEQUENCE_NUMBER")
-DuplicateSequenceNumber = _code(46, "DuplicateSequenceNumber", "DUPLICATE_SEQUENCE_NUMBER")
-InvalidProducerEpoch = _code(47, "InvalidProducerEpoch", "INVALID_PRODUCER_EPOCH")
-InvalidTxnState = _code(48, "InvalidTxnState", "INVALID_TXN_STATE")
-InvalidProducerIdMapping = _code(49, "InvalidProducerIdMapping", "INVALID_PRODUCER_ID_MAPPING")
-InvalidTransactionTimeout = _code(50, "InvalidTransactionTimeout", "INVALID_TRANSACTION_TIMEOUT")
-ConcurrentTransactions = _code(51, "ConcurrentTransactions", "CONCURRENT_TRANSACTIONS")
-TransactionCoordinatorFenced = _code(
-    52, "TransactionCoordinatorFenced", "TRANSACTION_COORDINATOR_FENCED"
-)
-TransactionalIdAuthorizationFailed = _code(
-    53, "TransactionalIdAuthorizationFailed", "TRANSACTIONAL_ID_AUTHORIZATION_FAILED"
-)
-SecurityDisabled = _code(54, "SecurityDisabled", "SECURITY_DISABLED")
-OperationNotAttempted = _code(55, "OperationNotAttempted", "OPERATION_NOT_ATTEMPTED")
-KafkaStorageError = _code(
-    56, "KafkaStorageError", "KAFKA_STORAGE_ERROR", retriable=True, invalid_metadata=True
-)
-LogDirNotFound = _code(57, "LogDirNotFound", "LOG_DIR_NOT_FOUND")
-SaslAuthenticationFailed = _code(58, "SaslAuthenticationFailed", "SASL_AUTHENTICATION_FAILED")
-UnknownProducerId = _code(59, "UnknownProducerId", "UNKNOWN_PRODUCER_ID")
-ReassignmentInProgress = _code(60, "ReassignmentInProgress", "REASSIGNMENT_IN_PROGRESS")
-DelegationTokenAuthDisabled = _code(
-    61, "DelegationTokenAuthDisabled", "DELEGATION_TOKEN_AUTH_DISABLED"
-)
-DelegationTokenNotFound = _code(62, "DelegationTokenNotFound", "DELEGATION_TOKEN_NOT_FOUND")
-DelegationTokenOwnerMismatch = _code(
-    63, "DelegationTokenOwnerMismatch", "DELEGATION_TOKEN_OWNER_MISMATCH"
-)
-DelegationTokenRequestNotAllowed = _code(
-    64, "DelegationTokenRequestNotAllowed", "DELEGATION_TOKEN_REQUEST_NOT_ALLOWED"
-)
-DelegationTokenAuthorizationFailed = _code(
-    65, "DelegationTokenAuthorizationFailed", "DELEGATION_TOKEN_AUTHORIZATION_FAILED"
-)
-DelegationTokenExpired = _code(66, "DelegationTokenExpired", "DELEGATION_TOKEN_EXPIRED")
-InvalidPrincipalType = _code(67, "InvalidPrincipalType", "INVALID_PRINCIPAL_TYPE")
-NonEmptyGroup = _code(68, "NonEmptyGroup", "NON_EMPTY_GROUP")
-GroupIdNotFound = _code(69, "GroupIdNotFound", "GROUP_ID_NOT_FOUND")
-FetchSessionIdNotFound = _code(70, "FetchSessionIdNotFound", "FETCH_SESSION_ID_NOT_FOUND")
-InvalidFetchSessionEpoch = _code(71, "InvalidFetchSessionEpoch", "INVALID_FETCH_SESSION_EPOCH")
-ListenerNotFound = _code(72, "ListenerNotFound", "LISTENER_NOT_FOUND")
-MemberIdRequired = _code(79, "MemberIdRequired", "MEMBER_ID_REQUIRED")
+__all__ += _errors_generated.__all__
 
 #: protocol error code -> class (the codes aiokafka knows)
-kafka_errors: Dict[int, Type[BrokerResponseError]] = dict(_ERRORS_BY_CODE)
+kafka_errors: Dict[int, Type[BrokerResponseError]] = dict(_errors_generated.CLASS_BY_CODE)
 
 
 def for_code(error_code: int) -> Type[BrokerResponseError]:
