@@ -288,17 +288,27 @@ class LocalBroker:
                 pass
 
 
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     import argparse
 
     parser = argparse.ArgumentParser(
         prog="python -m cproducer.localbroker",
-        description="Run a Tansu broker on loopback in the foreground until Ctrl-C.",
+        description="Run a Tansu broker on loopback in the foreground until Ctrl-C or SIGTERM.",
     )
     parser.add_argument("--port", type=int, default=None, help="default: a free port")
     parser.add_argument("--storage", default="memory://tansu/", help="tansu --storage-engine")
     parser.add_argument("--binary", default=None, help=f"tansu binary (default: ${ENV_VAR}, ...)")
     args = parser.parse_args(argv)
+    # A supervisor's SIGTERM or a closed terminal's SIGHUP would end Python without unwinding,
+    # and the broker (in its own session, so that Ctrl-C stops it in order) would keep the
+    # port: both stop it as Ctrl-C does.
+    for signum in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+        if signum is not None:
+            signal.signal(signum, _interrupt)
     with LocalBroker(port=args.port, binary=args.binary, storage=args.storage) as broker:
         try:
             # inside the try: a Ctrl-C right after the address is printed still stops cleanly

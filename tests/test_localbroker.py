@@ -111,7 +111,10 @@ def test_create_topic_refuses_bad_partition_counts(broker_fresh: LocalBroker) ->
     broker_fresh.create_topic("t", 1)  # and an existing topic is fine
 
 
-def test_module_runs_a_broker_until_ctrl_c() -> None:
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_module_runs_a_broker_until_a_signal_stops_both(stop: signal.Signals) -> None:
+    """Ctrl-C, a supervisor's SIGTERM (``timeout``, ``docker stop``) or a closed terminal stop
+    the broker too: nothing keeps listening on the port."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "cproducer.localbroker"],
         stdout=subprocess.PIPE,
@@ -126,7 +129,7 @@ def test_module_runs_a_broker_until_ctrl_c() -> None:
         port = int(match.group(1))
         resp = request("127.0.0.1", port, ApiVersionsRequest(), 3)
         assert resp.error_code == 0
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(stop)
         assert proc.wait(10) == 0
         with pytest.raises(OSError):
             socket.create_connection(("127.0.0.1", port), timeout=1).close()
