@@ -16,6 +16,7 @@ Java's.
 
 from __future__ import annotations
 
+import difflib
 import itertools
 import math
 import re
@@ -718,6 +719,25 @@ _HOOKS = (
 _client_ids = itertools.count(1)
 
 
+def _unknown_key_message(key: Any) -> str:
+    """The refusal of an unknown key, with the closest known key in the user's own spelling
+    (Java's dotted names or Python's underscored ones): a list of all seventy would hide it."""
+    if not isinstance(key, str):
+        return f"config keys are strings, got {key!r} ({type(key).__name__})"
+    dotted = "." in key
+    names = [n for n in (*_ALIASES, *_HOOKS, *REFUSED) if ("." in n) == dotted]
+    if dotted:
+        names.extend(d.java_name for d in _DEFS)
+    close = difflib.get_close_matches(key.lower(), sorted(set(names)), n=2, cutoff=0.75)
+    if close:
+        hint = " or ".join(repr(n) for n in close)
+        return f"unknown producer config {key!r}; did you mean {hint}?"
+    return (
+        f"unknown producer config {key!r}: no setting is spelled like it (the docs' "
+        "configuration reference lists them all, with their Java and Python names)"
+    )
+
+
 class ProducerConfig:
     """The validated settings of one producer; ``cfg["linger.ms"]`` or ``cfg.linger_ms``."""
 
@@ -746,10 +766,7 @@ class ProducerConfig:
                     if key == "metric_reporters" and not value:
                         continue  # no reporters: what cproducer does
                     raise ConfigError(f"{key}: {refused}")
-                raise ConfigError(
-                    f"unknown producer config {key!r}; known: "
-                    + ", ".join(sorted(d.java_name for d in _DEFS))
-                )
+                raise ConfigError(_unknown_key_message(key))
             convert = _CONVERSIONS.get(key)
             if convert is not None:
                 value = convert(key, value)

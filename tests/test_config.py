@@ -70,6 +70,27 @@ def test_bad_values_name_the_key(kwargs: dict, match: str) -> None:
         ProducerConfig(**args)
 
 
+@pytest.mark.parametrize(
+    "key, expected",
+    [
+        ("lingr_ms", "did you mean 'linger_ms'?"),
+        ("Linger_Ms", "did you mean 'linger_ms'?"),
+        ("linger.msx", "did you mean 'linger.ms'?"),  # the Java spelling for a Java-style key
+        ("compresion.type", "did you mean 'compression.type'?"),
+        ("bootstrap_server", "did you mean 'bootstrap_servers'?"),
+        ("batch_sise", "did you mean 'batch_size'?"),
+        ("frobnicate", "no setting is spelled like it"),
+    ],
+)
+def test_an_unknown_key_gets_the_closest_one_not_a_list(key: str, expected: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        ProducerConfig(**{**BOOT, key: 1})
+    message = str(info.value)
+    assert message.startswith(f"unknown producer config {key!r}")
+    assert expected in message
+    assert len(message) < 200  # no dump of every name
+
+
 def test_bootstrap_defaults_to_localhost_as_kafka_python() -> None:
     assert ProducerConfig()["bootstrap.servers"] == [("localhost", 9092)]
     with pytest.raises(ConfigError, match="bootstrap.servers: expected"):
