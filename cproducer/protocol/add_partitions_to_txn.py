@@ -11,9 +11,10 @@ v4+ batch several transactions and are for brokers only. v3 is flexible.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Tuple
+from typing import Dict, List, Tuple
 
 from cproducer.protocol.primitives import Writer, read_throttle_and_partition_errors
+from cproducer.protocol.txn_request import ProducerTxnRequest
 
 
 @dataclass
@@ -24,9 +25,8 @@ class AddPartitionsToTxnResponse:
 
 
 @dataclass
-class AddPartitionsToTxnRequest:
+class AddPartitionsToTxnRequest(ProducerTxnRequest):
     API_KEY = 24
-    MIN_VERSION = 0
     MAX_VERSION = 3
     FIRST_FLEXIBLE_VERSION = 3
     transactional_id: str = ""
@@ -35,14 +35,8 @@ class AddPartitionsToTxnRequest:
     #: topic -> partitions
     topics: Dict[str, List[int]] = field(default_factory=dict)
 
-    def expect_response(self) -> bool:
-        return True
-
-    def encode_body(self, version: int) -> List[Any]:
-        flex = version >= 3
-        w = Writer()
-        w.string(self.transactional_id, compact=flex)
-        w.int64(self.producer_id).int16(self.producer_epoch)
+    def write_fields(self, w: Writer, version: int, flex: bool) -> None:
+        self.write_producer(w, flex)
         w.array_length(len(self.topics), flex)
         for topic, partitions in self.topics.items():
             w.string(topic, compact=flex)
@@ -51,10 +45,8 @@ class AddPartitionsToTxnRequest:
                 w.int32(p)
             if flex:
                 w.tagged_fields()
-        if flex:
-            w.tagged_fields()
-        return [w.buf]
 
-    @staticmethod
-    def decode_response(version: int, data: memoryview) -> AddPartitionsToTxnResponse:
-        return AddPartitionsToTxnResponse(*read_throttle_and_partition_errors(data, version >= 3))
+    @classmethod
+    def decode_response(cls, version: int, data: memoryview) -> AddPartitionsToTxnResponse:
+        errors = read_throttle_and_partition_errors(data, cls.flexible(version))
+        return AddPartitionsToTxnResponse(*errors)

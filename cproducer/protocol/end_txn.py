@@ -7,9 +7,9 @@ response: throttle_time_ms int32, error_code int16
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, List
 
 from cproducer.protocol.primitives import Writer, read_throttle_and_error
+from cproducer.protocol.txn_request import ProducerTxnRequest
 
 
 @dataclass
@@ -19,9 +19,8 @@ class EndTxnResponse:
 
 
 @dataclass
-class EndTxnRequest:
+class EndTxnRequest(ProducerTxnRequest):
     API_KEY = 26
-    MIN_VERSION = 0
     MAX_VERSION = 4
     FIRST_FLEXIBLE_VERSION = 3
     transactional_id: str = ""
@@ -29,18 +28,10 @@ class EndTxnRequest:
     producer_epoch: int = -1
     committed: bool = True
 
-    def expect_response(self) -> bool:
-        return True
+    def write_fields(self, w: Writer, version: int, flex: bool) -> None:
+        self.write_producer(w, flex)
+        w.boolean(self.committed)
 
-    def encode_body(self, version: int) -> List[Any]:
-        flex = version >= 3
-        w = Writer()
-        w.string(self.transactional_id, compact=flex)
-        w.int64(self.producer_id).int16(self.producer_epoch).boolean(self.committed)
-        if flex:
-            w.tagged_fields()
-        return [w.buf]
-
-    @staticmethod
-    def decode_response(version: int, data: memoryview) -> EndTxnResponse:
-        return EndTxnResponse(*read_throttle_and_error(data, version >= 3))
+    @classmethod
+    def decode_response(cls, version: int, data: memoryview) -> EndTxnResponse:
+        return EndTxnResponse(*read_throttle_and_error(data, cls.flexible(version)))

@@ -8,10 +8,11 @@ flexible. Key type 1 is a transaction coordinator (0: a group's).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, List, Optional
+from typing import Any, Optional
 
 from cproducer.errors import CorruptResponseError
 from cproducer.protocol.primitives import Reader, Writer
+from cproducer.protocol.txn_request import TxnRequest
 
 KEY_TYPE_GROUP = 0
 KEY_TYPE_TRANSACTION = 1
@@ -28,20 +29,14 @@ class FindCoordinatorResponse:
 
 
 @dataclass
-class FindCoordinatorRequest:
+class FindCoordinatorRequest(TxnRequest):
     API_KEY = 10
-    MIN_VERSION = 0
     MAX_VERSION = 5
     FIRST_FLEXIBLE_VERSION = 3
     key: str = ""
     key_type: int = KEY_TYPE_TRANSACTION
 
-    def expect_response(self) -> bool:
-        return True
-
-    def encode_body(self, version: int) -> List[Any]:
-        flex = version >= 3
-        w = Writer()
+    def write_fields(self, w: Writer, version: int, flex: bool) -> None:
         if version <= 3:
             w.string(self.key, compact=flex)
         if version >= 1:
@@ -49,14 +44,11 @@ class FindCoordinatorRequest:
         if version >= 4:
             w.array_length(1, compact=True)
             w.string(self.key, compact=True)
-        if flex:
-            w.tagged_fields()
-        return [w.buf]
 
-    @staticmethod
-    def decode_response(version: int, data: memoryview) -> FindCoordinatorResponse:
+    @classmethod
+    def decode_response(cls, version: int, data: memoryview) -> FindCoordinatorResponse:
         """The coordinator of our one key (v4+: the first entry of the list)."""
-        flex = version >= 3
+        flex = cls.flexible(version)
         r = Reader(data)
         throttle = r.int32() if version >= 1 else 0
         if version <= 3:

@@ -6,9 +6,10 @@ KIP-939) is not spoken."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, List, Optional
+from typing import Optional
 
 from cproducer.protocol.primitives import Reader, Writer
+from cproducer.protocol.txn_request import TxnRequest
 
 
 @dataclass
@@ -20,9 +21,8 @@ class InitProducerIdResponse:
 
 
 @dataclass
-class InitProducerIdRequest:
+class InitProducerIdRequest(TxnRequest):
     API_KEY = 22
-    MIN_VERSION = 0
     MAX_VERSION = 5
     FIRST_FLEXIBLE_VERSION = 2
     transactional_id: Optional[str] = None
@@ -30,24 +30,16 @@ class InitProducerIdRequest:
     producer_id: int = -1
     producer_epoch: int = -1
 
-    def expect_response(self) -> bool:
-        return True
-
-    def encode_body(self, version: int) -> List[Any]:
-        flex = version >= 2
-        w = Writer()
+    def write_fields(self, w: Writer, version: int, flex: bool) -> None:
         w.string(self.transactional_id, compact=flex, nullable=True)
         w.int32(self.transaction_timeout_ms)
-        if version >= 3:
+        if version >= 3:  # KIP-360: the current id and epoch, to bump the epoch
             w.int64(self.producer_id).int16(self.producer_epoch)
-        if flex:
-            w.tagged_fields()
-        return [w.buf]
 
-    @staticmethod
-    def decode_response(version: int, data: memoryview) -> InitProducerIdResponse:
+    @classmethod
+    def decode_response(cls, version: int, data: memoryview) -> InitProducerIdResponse:
         r = Reader(data)
         out = InitProducerIdResponse(r.int32(), r.int16(), r.int64(), r.int16())
-        if version >= 2:
+        if cls.flexible(version):
             r.tagged_fields()
         return out

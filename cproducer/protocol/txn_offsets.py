@@ -16,13 +16,14 @@ TxnOffsetCommit (key 28), versions 0-4, to the group coordinator:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from cproducer.protocol.primitives import (
     Writer,
     read_throttle_and_error,
     read_throttle_and_partition_errors,
 )
+from cproducer.protocol.txn_request import ProducerTxnRequest, TxnRequest
 
 
 @dataclass
@@ -32,9 +33,8 @@ class AddOffsetsToTxnResponse:
 
 
 @dataclass
-class AddOffsetsToTxnRequest:
+class AddOffsetsToTxnRequest(ProducerTxnRequest):
     API_KEY = 25
-    MIN_VERSION = 0
     MAX_VERSION = 4
     FIRST_FLEXIBLE_VERSION = 3
     transactional_id: str = ""
@@ -45,19 +45,13 @@ class AddOffsetsToTxnRequest:
     def expect_response(self) -> bool:
         return True
 
-    def encode_body(self, version: int) -> List[Any]:
-        flex = version >= 3
-        w = Writer()
-        w.string(self.transactional_id, compact=flex)
-        w.int64(self.producer_id).int16(self.producer_epoch)
+    def write_fields(self, w: Writer, version: int, flex: bool) -> None:
+        self.write_producer(w, flex)
         w.string(self.group_id, compact=flex)
-        if flex:
-            w.tagged_fields()
-        return [w.buf]
 
-    @staticmethod
-    def decode_response(version: int, data: memoryview) -> AddOffsetsToTxnResponse:
-        return AddOffsetsToTxnResponse(*read_throttle_and_error(data, version >= 3))
+    @classmethod
+    def decode_response(cls, version: int, data: memoryview) -> AddOffsetsToTxnResponse:
+        return AddOffsetsToTxnResponse(*read_throttle_and_error(data, cls.flexible(version)))
 
 
 @dataclass
@@ -68,9 +62,8 @@ class TxnOffsetCommitResponse:
 
 
 @dataclass
-class TxnOffsetCommitRequest:
+class TxnOffsetCommitRequest(TxnRequest):
     API_KEY = 28
-    MIN_VERSION = 0
     MAX_VERSION = 4
     FIRST_FLEXIBLE_VERSION = 3
     transactional_id: str = ""
@@ -86,13 +79,11 @@ class TxnOffsetCommitRequest:
     def expect_response(self) -> bool:
         return True
 
-    def encode_body(self, version: int) -> List[Any]:
-        flex = version >= 3
-        w = Writer()
+    def write_fields(self, w: Writer, version: int, flex: bool) -> None:
         w.string(self.transactional_id, compact=flex)
         w.string(self.group_id, compact=flex)
         w.int64(self.producer_id).int16(self.producer_epoch)
-        if version >= 3:
+        if version >= 3:  # the group's member fields came with the first flexible version
             w.int32(self.generation_id)
             w.string(self.member_id, compact=True)
             w.string(self.group_instance_id, compact=True, nullable=True)
@@ -109,10 +100,8 @@ class TxnOffsetCommitRequest:
                     w.tagged_fields()
             if flex:
                 w.tagged_fields()
-        if flex:
-            w.tagged_fields()
-        return [w.buf]
 
-    @staticmethod
-    def decode_response(version: int, data: memoryview) -> TxnOffsetCommitResponse:
-        return TxnOffsetCommitResponse(*read_throttle_and_partition_errors(data, version >= 3))
+    @classmethod
+    def decode_response(cls, version: int, data: memoryview) -> TxnOffsetCommitResponse:
+        errors = read_throttle_and_partition_errors(data, cls.flexible(version))
+        return TxnOffsetCommitResponse(*errors)
