@@ -5,10 +5,29 @@ producer = KafkaProducer(bootstrap_servers="localhost:9092")
 producer.send("topic", b"value", key=b"key").get(timeout=10)
 """
 
-from typing import Any
+import importlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import sys
+import warnings
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from cproducer import errors
 from cproducer._version import __version__
+
+if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name loads on first use
+    from cproducer.cluster import TopicPartition
+    from cproducer.localbroker import LocalBroker
+    from cproducer.producer.internals.produce_request_result import (
+        FutureRecordMetadata,
+        RecordMetadata,
+    )
+    from cproducer.producer.internals.transaction_manager import ConsumerGroupMetadata
+    from cproducer.producer.kafka_producer import KafkaProducer
+    from cproducer.producer.serializers import DefaultSerializer, JsonSerializer, Serializer
+    from cproducer.structs import OffsetAndMetadata
 
 _LAZY = {
     "KafkaProducer": ("cproducer.producer.kafka_producer", "KafkaProducer"),
@@ -30,7 +49,20 @@ _LAZY = {
     "JsonSerializer": ("cproducer.producer.serializers", "JsonSerializer"),
 }
 
-__all__ = ["errors", "__version__", *_LAZY]
+__all__ = [
+    "ConsumerGroupMetadata",
+    "DefaultSerializer",
+    "FutureRecordMetadata",
+    "JsonSerializer",
+    "KafkaProducer",
+    "LocalBroker",
+    "OffsetAndMetadata",
+    "RecordMetadata",
+    "Serializer",
+    "TopicPartition",
+    "__version__",
+    "errors",
+]
 
 
 def __getattr__(name: str) -> Any:
@@ -39,8 +71,49 @@ def __getattr__(name: str) -> Any:
         module_name, attr = _LAZY[name]
     except KeyError:
         raise AttributeError(f"module 'cproducer' has no attribute {name!r}") from None
-    import importlib
-
     value = getattr(importlib.import_module(module_name), attr)
     globals()[name] = value
     return value
+
+
+#: Module paths of earlier layouts -> where the module lives now. Importing an old path gives the
+#: module itself (the same object, so isinstance and monkeypatching agree) with a
+#: DeprecationWarning naming the new path; the changelog lists them.
+MOVED_MODULES = {
+    "cproducer.batch_future": "cproducer.producer.batch_future",
+    "cproducer.columns": "cproducer.producer.columns",
+    "cproducer.compression": "cproducer.record.compression",
+    "cproducer.interceptors": "cproducer.producer.interceptors",
+    "cproducer.metadata": "cproducer.producer.internals.producer_metadata",
+    "cproducer.partitioners": "cproducer.producer.partitioners",
+    "cproducer.sender": "cproducer.producer.internals.sender",
+    "cproducer.serializers": "cproducer.producer.serializers",
+    "cproducer.tls": "cproducer.network.tls",
+    "cproducer.transaction_manager": "cproducer.producer.internals.transaction_manager",
+}
+
+
+class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Resolves an old module path to the module at its new home."""
+
+    def find_spec(
+        self, fullname: str, path: Optional[Sequence[str]], target: Optional[ModuleType] = None
+    ) -> Optional[importlib.machinery.ModuleSpec]:
+        if fullname not in MOVED_MODULES:
+            return None
+        return importlib.util.spec_from_loader(fullname, self)
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
+        new = MOVED_MODULES[spec.name]
+        warnings.warn(
+            f"{spec.name} moved to {new}: import it from there",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return importlib.import_module(new)
+
+    def exec_module(self, module: ModuleType) -> None:
+        pass  # the module at the new path is already executed
+
+
+sys.meta_path.append(_MovedModules())
