@@ -1,87 +1,83 @@
-"""NetworkClient: non-blocking connections to the brokers (Java's NetworkClient).
+"""NetworkClient: non-blocking connections to the brokers (Java's ``NetworkClient``).
 
-One connection per node, driven by ``selectors`` from the Sender thread's ``poll``. A connection
-goes connecting → checking_api_versions (the client sends ApiVersions itself) → [authenticating]
-→ ready. With SASL (``sasl_authenticator_factory``) each connection gets a
-``SaslClientAuthenticator`` once ApiVersions has answered: its SaslHandshake and SaslAuthenticate
-requests go out as internal requests and their answers go back to it, until it completes (ready)
-or refuses (the connection closes, and the error is kept for the Sender and the metadata: Java's
-authentication failure, fatal rather than retried quietly). When the broker stated a session
-lifetime (KIP-368), the connection stops taking requests once re-authentication is due, and
-re-authenticates as soon as nothing is in flight on it. Requests are
-written with gather writes (``socket.sendmsg`` over the frame's parts: record batches are never
-copied into one bytes object); responses are matched to requests in order by correlation id.
-Reconnects back off exponentially with jitter, and each new attempt of a node that failed gets a
-longer connection setup timeout (Java's ``ExponentialBackoff``s, base 2, jitter 0.2); a request
-that outlives ``request.timeout.ms`` closes its connection and fails every request in flight on
-it, as in Java; a connection with nothing in flight for ``connections.max.idle.ms`` is closed.
-An answer carrying a ``throttle_time_ms`` (a quota, KIP-219) throttles its node: no request goes
-to it until that time has passed (the broker answered at once and muted the connection for it),
-and the requests still in flight on it get that time added to their timeout, as Java's.
-Every time here is the clock's monotonic ms: a wall-clock step times nothing out. A peer that sends
-garbage (bad length, wrong correlation id, undecodable frame) is disconnected with a logged reason.
+One connection per node (a ``KafkaChannel``, ``network/kafka_channel.py``), driven by
+``selectors`` from the Sender thread's ``poll``. A connection goes connecting →
+checking_api_versions (the client sends ApiVersions itself) → [authenticating] → ready. With SASL
+(``sasl_authenticator_factory``) each connection gets a ``SaslClientAuthenticator`` once
+ApiVersions has answered: its SaslHandshake and SaslAuthenticate requests go out as internal
+requests and their answers go back to it, until it completes (ready) or refuses (the connection
+closes, and the error is kept for the Sender and the metadata: Java's authentication failure,
+fatal rather than retried quietly). When the broker stated a session lifetime (KIP-368), the
+connection stops taking requests once re-authentication is due, and re-authenticates as soon as
+nothing is in flight on it.
 
-The socket factory is injectable: TLS, or a test proxy that presents virtual brokers, can slot in.
-It is called with the node's host name and the address to connect to: every address the name
-resolves to is tried in turn, one per connection attempt (KIP-602, ``network/host_resolver.py``;
-the resolver is injectable too).
+Reconnects back off (``network/cluster_connection_states.py``); a request that outlives
+``request.timeout.ms`` closes its connection and fails every request in flight on it, as in
+Java; a connection with nothing in flight for ``connections.max.idle.ms`` is closed. An answer
+carrying a ``throttle_time_ms`` (a quota, KIP-219) throttles its node: no request goes to it
+until that time has passed (the broker answered at once and muted the connection for it), and
+the requests still in flight on it get that time added to their timeout, as Java's. Every time
+here is the clock's monotonic ms: a wall-clock step times nothing out. A peer that sends garbage
+(bad length, wrong correlation id, undecodable frame) is disconnected with a logged reason.
 
-When no known broker can be reached, or no Metadata answer came for
-``metadata.recovery.rebootstrap.trigger.ms``, the client goes back to ``bootstrap.servers``
-(``metadata.recovery.strategy=rebootstrap``, KIP-899 and KIP-1102; ``none`` keeps trying the
-known brokers).
-``DefaultMetadataUpdater`` (Java's) keeps ``ProducerMetadata`` fresh through the same client.
+The socket factory is injectable (``network/socket_factory.py``): TLS, or a test proxy that
+presents virtual brokers, can slot in. ``DefaultMetadataUpdater`` (``network/metadata_updater.py``)
+keeps ``ProducerMetadata`` fresh through the same client, and goes back to the bootstrap servers
+when the known brokers are lost.
 """
 
 from __future__ import annotations
 
-import enum
 import errno
 import logging
 import random as _random
 import selectors
 import socket
-import struct
 import time
-from collections import deque
-from dataclasses import dataclass, field
-from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from cproducer import errors
-from cproducer.network.host_resolver import (
-    HostResolver,
-    NodeAddresses,
-    default_host_resolver,
-    takes_address,
+from cproducer.network.client_request import ClientRequest, ClientResponse
+from cproducer.network.cluster_connection_states import (
+    AUTHENTICATING,
+    CHECKING_API_VERSIONS,
+    CONNECTING,
+    DISCONNECTED,
+    READY,
+    ClusterConnectionStates,
+    ConnectionState,
 )
+from cproducer.network.host_resolver import HostResolver, default_host_resolver, takes_address
+from cproducer.network.kafka_channel import RECV_CHUNK, KafkaChannel
+from cproducer.network.metadata_updater import DefaultMetadataUpdater
 from cproducer.network.network_metrics import NetworkMetrics
 from cproducer.network.selector_wakeup import SelectorWakeup
-from cproducer.protocol import (
-    ApiVersionsRequest,
-    MetadataRequest,
-    choose_version,
-    decode_response,
-    decode_response_header,
-    encode_frame,
-    is_flexible,
-)
-from cproducer.protocol.broker_versions import cap, caps_for
-from cproducer.security.sasl_authenticator import SaslRawToken
-from cproducer.utils.backoff import ExponentialBackoff
+from cproducer.network.socket_factory import default_socket_factory
+from cproducer.protocol import ApiVersionsRequest, choose_version
+from cproducer.protocol.broker_versions import caps_for
 from cproducer.utils.sampled_stat import MetricConfig
 from cproducer.utils.time import SYSTEM_CLOCK, Clock
 
+# the names this module has always offered, whichever module defines them now
+__all__ = [
+    "AUTHENTICATING",
+    "CHECKING_API_VERSIONS",
+    "CONNECTING",
+    "DISCONNECTED",
+    "NO_DELAY_LIMIT_MS",
+    "READY",
+    "ClientRequest",
+    "ClientResponse",
+    "ConnectionState",
+    "DefaultMetadataUpdater",
+    "NetworkClient",
+    "default_socket_factory",
+]
+
 log = logging.getLogger("cproducer.network.network_client")
 
-_SIZE = struct.Struct(">i")
-_IOV_MAX = 512
-_RECV_CHUNK = 256 * 1024
 # "no limit" for a delay (Java's Long.MAX_VALUE); callers take the min with their own bounds
 NO_DELAY_LIMIT_MS = 2**62
-
-# Java's RECONNECT_BACKOFF_EXP_BASE / _JITTER and CONNECTION_SETUP_TIMEOUT_EXP_BASE / _JITTER
-_BACKOFF_EXP_BASE = 2
-_BACKOFF_JITTER = 0.2
 
 # KIP-219: from these versions on (API key -> version), an answer's throttle_time_ms is the
 # client's to honour; before them the broker delayed the answer itself (Java's
@@ -98,133 +94,6 @@ _CLIENT_THROTTLE_FROM = {
     26: 1,  # EndTxn
     28: 1,  # TxnOffsetCommit
 }
-
-
-class ConnectionState(enum.Enum):
-    """Where a node's connection is (Java's ``ConnectionState``)."""
-
-    DISCONNECTED = "disconnected"
-    CONNECTING = "connecting"
-    CHECKING_API_VERSIONS = "checking_api_versions"
-    AUTHENTICATING = "authenticating"
-    READY = "ready"
-
-    def __str__(self) -> str:
-        return self.value
-
-
-DISCONNECTED = ConnectionState.DISCONNECTED
-CONNECTING = ConnectionState.CONNECTING
-CHECKING_API_VERSIONS = ConnectionState.CHECKING_API_VERSIONS
-AUTHENTICATING = ConnectionState.AUTHENTICATING
-READY = ConnectionState.READY
-
-
-_NO_DELAY = ((socket.IPPROTO_TCP, socket.TCP_NODELAY, 1),)
-
-
-def default_socket_factory(
-    host: str,
-    port: int,
-    send_buffer: Optional[int],
-    recv_buffer: Optional[int],
-    address: Optional[str] = None,
-    socket_options: Optional[Sequence[Tuple[int, int, Any]]] = None,
-) -> socket.socket:
-    """A non-blocking TCP socket with connect() to ``address`` (an IPv4 or IPv6 address; the
-    first one ``host`` resolves to when None) started. ``send_buffer`` / ``recv_buffer``:
-    SO_SNDBUF / SO_RCVBUF, left to the OS when -1 or None. ``socket_options``: ``(level,
-    option, value)`` triples set before connecting (kafka-python's ``socket_options``; default:
-    TCP_NODELAY on)."""
-    if address is None:
-        address = default_host_resolver(host)[0]
-    infos = socket.getaddrinfo(address, port, 0, socket.SOCK_STREAM, 0, socket.AI_NUMERICHOST)
-    family, stype, proto, _, addr = infos[0]
-    sock = socket.socket(family, stype, proto)
-    try:
-        sock.setblocking(False)
-        for level, option, value in _NO_DELAY if socket_options is None else socket_options:
-            sock.setsockopt(level, option, value)
-        if send_buffer is not None and send_buffer > 0:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, send_buffer)
-        if recv_buffer is not None and recv_buffer > 0:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, recv_buffer)
-    except BaseException:
-        sock.close()
-        raise
-    err = sock.connect_ex(addr)
-    if err not in (0, errno.EINPROGRESS, errno.EWOULDBLOCK, errno.EAGAIN):
-        sock.close()
-        reason = errno.errorcode.get(err, err)
-        raise OSError(err, f"connect to {host}:{port} ({address}) failed: {reason}")
-    return sock
-
-
-@dataclass(eq=False)
-class ClientRequest:
-    node_id: int
-    request: Any
-    api_version: int = -1
-    created_ms: int = 0
-    callback: Optional[Callable[[Any], None]] = None
-    request_timeout_ms: int = 30000
-    expect_response: bool = True
-    correlation_id: int = -1
-    internal: bool = False
-    size_bytes: int = 0  # the encoded frame's length, size prefix included (metrics)
-    unsent: int = -1  # bytes of the frame not yet written (-1: none written so far)
-    # the throttle times its node was given while it was in flight: they do not count toward
-    # its timeout (Java's InFlightRequest.throttleTimeMs)
-    throttle_ms: int = 0
-
-
-@dataclass(eq=False)
-class ClientResponse:
-    request: ClientRequest
-    destination: int
-    received_ms: int
-    response: Any = None
-    disconnected: bool = False
-    timed_out: bool = False
-    error: Optional[BaseException] = None
-
-    @property
-    def api_key(self) -> int:
-        return int(self.request.request.API_KEY)
-
-
-@dataclass(eq=False)
-class _Connection:
-    node_id: int
-    host: str
-    port: int
-    sock: Any
-    state: ConnectionState
-    started_ms: int
-    api_versions: Dict[int, Tuple[int, int]] = field(default_factory=dict)
-    # frames waiting to be written: (parts, request); the head may be partly written
-    send_queue: Deque[Tuple[List[memoryview], ClientRequest]] = field(default_factory=deque)
-    in_flight: Deque[ClientRequest] = field(default_factory=deque)
-    # correlation ids of requests sent without expecting an answer (Produce acks=0): some brokers
-    # (Tansu) answer anyway; such an answer is dropped, not taken for a protocol error
-    unanswered: Deque[int] = field(default_factory=deque)
-    recv: bytearray = field(default_factory=bytearray)
-    last_activity_ms: int = 0
-    api_versions_version: int = 3
-    events: int = selectors.EVENT_WRITE  # what the selector watches (registered when connecting)
-    tls: bool = False  # sock is a cproducer.network.tls.TlsSocket
-    authenticator: Any = None  # SaslClientAuthenticator, with SASL
-    reauthenticate_at_ms: Optional[int] = None  # KIP-368: stop sending and re-authenticate then
-
-
-class _NodeBackoff:
-    __slots__ = ("failures", "last_attempt_ms", "backoff_ms", "setup_timeout_ms")
-
-    def __init__(self) -> None:
-        self.failures = 0
-        self.last_attempt_ms = 0
-        self.backoff_ms = 0
-        self.setup_timeout_ms = 0
 
 
 class NetworkClient:
@@ -274,20 +143,16 @@ class NetworkClient:
         #: now, in the clock's monotonic ms (what every ``now_ms`` argument here is)
         self.time_ms: Callable[[], int] = clock.monotonic_ms
         self._random = random if random is not None else _random.Random().random
-        self._reconnect_backoff = ExponentialBackoff(
+        self._connection_states = ClusterConnectionStates(
             reconnect_backoff_ms,
-            _BACKOFF_EXP_BASE,
-            max(reconnect_backoff_max_ms, reconnect_backoff_ms),
-            _BACKOFF_JITTER,
-            self._random,
-        )
-        self._setup_timeout = ExponentialBackoff(
+            reconnect_backoff_max_ms,
             socket_connection_setup_timeout_ms,
-            _BACKOFF_EXP_BASE,
-            max(socket_connection_setup_timeout_max_ms, socket_connection_setup_timeout_ms),
-            _BACKOFF_JITTER,
+            socket_connection_setup_timeout_max_ms,
             self._random,
+            host_resolver,
         )
+        # the states' own dict of throttle times: can_send_more reads it for every request
+        self._throttle_until = self._connection_states.throttle_until
         self.socket_factory = socket_factory
         self._factory_takes_address = takes_address(socket_factory)
         self.max_response_size = max_response_size
@@ -300,22 +165,17 @@ class NetworkClient:
         self.host_resolver = host_resolver
         self.rebootstrap = metadata_recovery_strategy == "rebootstrap"
         self.rebootstrap_trigger_ms = metadata_recovery_rebootstrap_trigger_ms
-        self._addresses: Dict[int, NodeAddresses] = {}  # per node: its addresses, the next one
         self.api_version_caps: Optional[Dict[int, int]] = None
         if api_version is not None:
             self.api_version, self.api_version_caps = caps_for(tuple(api_version))
         self._selector = (selectors.DefaultSelector if selector is None else selector)()
-        self._conns: Dict[int, _Connection] = {}
-        self._node_backoff: Dict[int, _NodeBackoff] = {}
-        # per node: no request before this monotonic ms (KIP-219); kept across reconnects, as
-        # Java's ClusterConnectionStates keeps it
-        self._throttle_until: Dict[int, int] = {}
+        self._conns: Dict[int, KafkaChannel] = {}
         self._correlation = 0
         self._completed: List[ClientResponse] = []
         # plain sockets are read into this one buffer first (the poller's thread only): a
-        # recv(256 KiB) made a 256 KiB bytes object per read, mapped, shrunk and unmapped with
-        # the GIL held (a fifth of the Sender's GIL time with one request in flight)
-        self._recv_buffer = bytearray(_RECV_CHUNK)
+        # recv(256 KiB) would make, map, shrink and unmap a 256 KiB bytes object per read, with
+        # the GIL held
+        self._recv_buffer = bytearray(RECV_CHUNK)
         self._recv_view = memoryview(self._recv_buffer)
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
@@ -358,14 +218,12 @@ class NetworkClient:
 
     def is_throttled(self, node_id: int, now_ms: int) -> bool:
         """A quota's throttle time (KIP-219) is still running for ``node_id``."""
-        until = self._throttle_until.get(node_id)
-        return until is not None and now_ms < until
+        return self._connection_states.is_throttled(node_id, now_ms)
 
     def throttle_delay(self, node_id: int, now_ms: int) -> int:
         """ms until ``node_id``'s throttle time ends; 0 when it is not throttled (Java's
         throttleDelayMs)."""
-        until = self._throttle_until.get(node_id)
-        return 0 if until is None else max(until - now_ms, 0)
+        return self._connection_states.throttle_delay(node_id, now_ms)
 
     def mute_data_wakeups(self, nodes: Sequence[Any]) -> None:
         """Before a poll: appends need not wake it when every one of ``nodes`` (the cluster's
@@ -385,10 +243,6 @@ class NetworkClient:
         conn = self._conns.get(node_id)
         return DISCONNECTED if conn is None else conn.state
 
-    def _can_connect(self, node: Any, now_ms: int) -> bool:
-        b = self._node_backoff.get(node.id)
-        return b is None or now_ms - b.last_attempt_ms >= b.backoff_ms
-
     def connection_delay(self, node: Any, now_ms: int) -> int:
         """ms until a connection attempt to ``node`` is allowed (Java's connectionDelay).
 
@@ -401,14 +255,10 @@ class NetworkClient:
         if conn is not None:
             throttled = self.throttle_delay(node.id, now_ms)
             return throttled if throttled > 0 and conn.state == READY else NO_DELAY_LIMIT_MS
-        b = self._node_backoff.get(node.id)
-        if b is None:
-            return 0
-        return max(b.last_attempt_ms + b.backoff_ms - now_ms, 0)
+        return self._connection_states.connection_delay(node.id, now_ms)
 
     def connection_failed(self, node: Any) -> bool:
-        b = self._node_backoff.get(node.id)
-        return b is not None and b.failures > 0 and node.id not in self._conns
+        return node.id not in self._conns and self._connection_states.has_failed(node.id)
 
     def ready(self, node: Any, now_ms: int) -> bool:
         """True when a request can be sent to ``node`` now; starts connecting if needed."""
@@ -416,20 +266,13 @@ class NetworkClient:
             return False
         if self.is_ready(node, now_ms):
             return True
-        if node.id not in self._conns and self._can_connect(node, now_ms):
+        if node.id not in self._conns and self._connection_states.can_connect(node.id, now_ms):
             self._initiate_connect(node, now_ms)
         return False
 
     def _initiate_connect(self, node: Any, now_ms: int) -> None:
         self.metrics.register_node(node.id)
-        b = self._node_backoff.setdefault(node.id, _NodeBackoff())
-        b.last_attempt_ms = now_ms
-        addresses = self._addresses.get(node.id)
-        if addresses is None or addresses.host != node.host:
-            addresses = NodeAddresses(node.host, self.host_resolver)
-            self._addresses[node.id] = addresses
-        else:
-            addresses.move_to_next()  # Java's ClusterConnectionStates.connecting
+        addresses = self._connection_states.connecting(node.id, node.host, now_ms)
         address: Optional[str] = None
         try:
             if self._factory_takes_address:
@@ -447,48 +290,37 @@ class NetworkClient:
                 )
         except OSError as exc:
             log.info("cannot connect to node %s (%s:%s): %s", node.id, node.host, node.port, exc)
-            self._record_failure(node.id, now_ms)
+            self._connection_states.failed(node.id, now_ms)
             if self.metadata_updater is not None:
                 self.metadata_updater.handle_disconnection(node.id)
             self._tell_listener(node.id, node.host, node.port, False, f"connect failed: {exc}")
             return
-        conn = _Connection(node.id, node.host, node.port, sock, CONNECTING, now_ms)
+        version = ApiVersionsRequest.MAX_VERSION
         if self.api_version_caps is not None:
-            conn.api_versions_version = min(
-                conn.api_versions_version, self.api_version_caps[ApiVersionsRequest.API_KEY]
-            )
-        conn.tls = hasattr(sock, "wants_write")
-        conn.last_activity_ms = now_ms
-        b.setup_timeout_ms = self._setup_timeout.backoff(b.failures)
+            version = min(version, self.api_version_caps[ApiVersionsRequest.API_KEY])
+        conn = KafkaChannel(node.id, node.host, node.port, sock, now_ms, version)
+        self._connection_states.start_setup_timer(node.id)
         self._conns[node.id] = conn
         self._selector.register(sock, selectors.EVENT_WRITE, conn)
         log.debug("connecting to node %s at %s:%s (%s)", node.id, node.host, node.port, address)
 
-    def _record_failure(self, node_id: int, now_ms: int) -> None:
-        """One more failed attempt: the next waits a longer backoff, counted from now (Java's
-        ClusterConnectionStates.disconnected and authenticationFailed set lastConnectAttemptMs
-        to the time of the failure, not of the connect: a connection refused only after a
-        slow setup, a broker's delayed authentication refusal, still waits its backoff)."""
-        b = self._node_backoff.setdefault(node_id, _NodeBackoff())
-        b.last_attempt_ms = now_ms
-        b.backoff_ms = self._reconnect_backoff.backoff(b.failures)
-        b.failures += 1
-
-    def _connected(self, conn: _Connection, now_ms: int) -> None:
+    def _connected(self, conn: KafkaChannel, now_ms: int) -> None:
         self.metrics.connection_created(now_ms)
         conn.state = CHECKING_API_VERSIONS
         self._send_api_versions(conn, now_ms)
 
-    def _send_api_versions(self, conn: _Connection, now_ms: int) -> None:
+    def _send_api_versions(self, conn: KafkaChannel, now_ms: int) -> None:
         self._send_internal(conn, ApiVersionsRequest(), conn.api_versions_version, now_ms)
 
-    def _send_internal(self, conn: _Connection, request: Any, version: int, now_ms: int) -> None:
-        """A request of the connection's own setup (ApiVersions, SASL), answered to the client."""
+    def _send_internal(self, conn: KafkaChannel, request: Any, version: int, now_ms: int) -> None:
+        """Send a request of the connection's own setup (ApiVersions, SASL): its answer goes
+        to the client."""
         req = ClientRequest(
             conn.node_id, request, version, now_ms, None, self.request_timeout_ms, True
         )
         req.internal = True
         self._enqueue(conn, req)
+        self._flush(conn, now_ms)
 
     def api_version_for(self, node_id: int, request_cls: Any) -> int:
         conn = self._conns.get(node_id)
@@ -509,80 +341,25 @@ class NetworkClient:
         self._enqueue(conn, request)
         self._flush(conn, now_ms)
 
-    def _enqueue(self, conn: _Connection, request: ClientRequest) -> None:
+    def _enqueue(self, conn: KafkaChannel, request: ClientRequest) -> None:
         request.correlation_id = self._next_correlation_id()
-        if isinstance(request.request, SaslRawToken):  # after a v0 SaslHandshake: no header
-            token = request.request.auth_bytes
-            frame = memoryview(_SIZE.pack(len(token)) + token)
-            views, request.size_bytes = [frame], frame.nbytes
-        else:
-            # the parts come as the byte memoryviews the send loop slices, their size counted
-            views, request.size_bytes = encode_frame(
-                request.request, request.api_version, request.correlation_id, self.client_id
-            )
-        conn.send_queue.append((views, request))
-        if request.expect_response:
-            conn.in_flight.append(request)
+        conn.enqueue(request, self.client_id)
         # every caller goes on to _flush, which sets the selector interest once it has written
 
-    def _update_interest(self, conn: _Connection) -> None:
-        if conn.state == CONNECTING:
-            events = selectors.EVENT_WRITE
-        elif conn.tls:
-            write = conn.sock.wants_write(bool(conn.send_queue))
-            events = selectors.EVENT_READ | (selectors.EVENT_WRITE if write else 0)
-        else:
-            events = selectors.EVENT_READ | (selectors.EVENT_WRITE if conn.send_queue else 0)
-        if events == conn.events:
-            return  # an epoll_ctl per request saved when the whole request went out at once
+    def _flush(self, conn: KafkaChannel, now_ms: int) -> None:
+        """Write as much of the send queue as the socket takes."""
         try:
-            self._selector.modify(conn.sock, events, conn)
-            conn.events = events
-        except (KeyError, ValueError):
-            pass
+            conn.write(now_ms, self._written)
+        except OSError as exc:
+            self._disconnect(conn, now_ms, f"send failed: {exc}", errors.NetworkError(str(exc)))
+            return
+        conn.update_interest(self._selector)
 
-    def _flush(self, conn: _Connection, now_ms: int) -> None:
-        """Write as much of the send queue as the socket takes (gather writes)."""
-        if conn.tls:
-            try:
-                conn.sock.flush_output()  # ciphertext left over from the last call
-            except OSError as exc:
-                self._disconnect(conn, now_ms, f"send failed: {exc}", errors.NetworkError(str(exc)))
-                return
-        while conn.send_queue:
-            views, request = conn.send_queue[0]
-            try:
-                sent = conn.sock.sendmsg(views[:_IOV_MAX])
-            except (BlockingIOError, InterruptedError):
-                break
-            except OSError as exc:
-                self._disconnect(conn, now_ms, f"send failed: {exc}", errors.NetworkError(str(exc)))
-                return
-            conn.last_activity_ms = now_ms
-            unsent = request.size_bytes if request.unsent < 0 else request.unsent
-            if sent < unsent:
-                # the socket is full (or the frame has more parts than one call takes): what
-                # went out leaves the views, the rest waits for writability
-                request.unsent = unsent - sent
-                while sent > 0:
-                    n = views[0].nbytes
-                    if sent >= n:
-                        sent -= n
-                        views.pop(0)
-                    else:
-                        views[0] = views[0][sent:]
-                        sent = 0
-                break
-            request.unsent = 0
-            conn.send_queue.popleft()
-            self.metrics.request_sent(conn.node_id, request.size_bytes, now_ms)
-            if not request.expect_response:
-                conn.unanswered.append(request.correlation_id)
-                if len(conn.unanswered) > 1024:
-                    conn.unanswered.popleft()
-                # acks=0: done once written, as Java completes it
-                self._completed.append(ClientResponse(request, conn.node_id, now_ms))
-        self._update_interest(conn)
+    def _written(self, conn: KafkaChannel, request: ClientRequest, now_ms: int) -> None:
+        self.metrics.request_sent(conn.node_id, request.size_bytes, now_ms)
+        if not request.expect_response:
+            # acks=0: done once written, as Java completes it
+            self._completed.append(ClientResponse(request, conn.node_id, now_ms))
 
     # ------------------------------------------------------------------ polling
     def wakeup(self) -> None:
@@ -626,13 +403,12 @@ class NetworkClient:
                 continue
             if conn.state == CONNECTING:
                 if mask & selectors.EVENT_WRITE:
-                    err = conn.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+                    err = conn.connect_error()
                     if err:
                         reason = f"connect failed: {errno.errorcode.get(err, err)}"
                         self._disconnect(conn, now_ms, reason, errors.NetworkError(reason))
                         continue
                     self._connected(conn, now_ms)
-                    self._flush(conn, now_ms)
                 continue
             if mask & selectors.EVENT_READ:
                 self._read(conn, now_ms)
@@ -686,8 +462,7 @@ class NetworkClient:
         out = 2**31
         for conn in self._conns.values():
             if conn.state == CONNECTING:
-                b = self._node_backoff.get(conn.node_id)
-                limit = b.setup_timeout_ms if b else self.setup_timeout_ms
+                limit = self._connection_states.setup_timeout_ms(conn.node_id)
                 out = min(out, conn.started_ms + limit - now_ms)
             for req in conn.in_flight:
                 out = min(out, req.created_ms + req.throttle_ms + req.request_timeout_ms - now_ms)
@@ -699,8 +474,7 @@ class NetworkClient:
     def _handle_timeouts(self, now_ms: int) -> None:
         for conn in list(self._conns.values()):
             if conn.state == CONNECTING:
-                b = self._node_backoff.get(conn.node_id)
-                limit = b.setup_timeout_ms if b else self.setup_timeout_ms
+                limit = self._connection_states.setup_timeout_ms(conn.node_id)
                 if now_ms - conn.started_ms >= limit:
                     reason = f"connection setup timed out after {limit} ms"
                     self._disconnect(conn, now_ms, reason, errors.NetworkError(reason))
@@ -728,79 +502,40 @@ class NetworkClient:
                     )
                     break
 
-    def _read(self, conn: _Connection, now_ms: int) -> None:
+    def _read(self, conn: KafkaChannel, now_ms: int) -> None:
         try:
-            while True:
-                if conn.tls:
-                    chunk = conn.sock.recv(_RECV_CHUNK)
-                    got = len(chunk)
-                    conn.recv += chunk
-                else:
-                    got = conn.sock.recv_into(self._recv_buffer)
-                    conn.recv += self._recv_view[:got]
-                if not got:
-                    reason = "the peer closed the connection"
-                    self._disconnect(conn, now_ms, reason, errors.NetworkError(reason))
-                    return
-                if got < _RECV_CHUNK:
-                    break
-        except (BlockingIOError, InterruptedError):
-            pass
+            still_open = conn.read(self._recv_buffer, self._recv_view)
         except OSError as exc:
             self._disconnect(conn, now_ms, f"receive failed: {exc}", errors.NetworkError(str(exc)))
             return
+        if not still_open:
+            reason = "the peer closed the connection"
+            self._disconnect(conn, now_ms, reason, errors.NetworkError(reason))
+            return
         conn.last_activity_ms = now_ms
-        if conn.tls and (conn.send_queue or conn.sock.has_pending_output()):
+        if conn.has_pending_output():
             self._flush(conn, now_ms)  # the handshake may have finished: queued requests can go
             if self._conns.get(conn.node_id) is not conn:
                 return
-        buf = conn.recv
-        pos = 0
-        while len(buf) - pos >= 4:
-            (size,) = _SIZE.unpack_from(buf, pos)
-            # a bare SASL token (after a v0 SaslHandshake) may be empty; answers have a header
-            smallest = 0 if conn.in_flight and conn.in_flight[0].request.API_KEY < 0 else 4
-            if size < smallest or size > self.max_response_size:
-                reason = f"bad response length {size} from node {conn.node_id}"
-                self._disconnect(conn, now_ms, reason, errors.CorruptResponseError(reason))
-                return
-            if len(buf) - pos - 4 < size:
-                break
-            frame = memoryview(bytes(buf[pos + 4 : pos + 4 + size]))
-            pos += 4 + size
-            if not self._handle_frame(conn, frame, now_ms):
-                return
-        del buf[:pos]
+        bad_length = conn.handle_frames(self.max_response_size, self._handle_frame, now_ms)
+        if bad_length is not None:
+            self._disconnect(conn, now_ms, str(bad_length), bad_length)
 
-    def _handle_frame(self, conn: _Connection, frame: memoryview, now_ms: int) -> bool:
+    def _handle_frame(self, conn: KafkaChannel, frame: memoryview, now_ms: int) -> bool:
+        """False when the frame closed the connection."""
         self.metrics.response_received(conn.node_id, len(frame) + 4, now_ms)
-        if conn.unanswered and len(frame) >= 4:
-            cid = _SIZE.unpack_from(frame, 0)[0]  # every response header starts with it
-            if cid in conn.unanswered and (
-                not conn.in_flight or conn.in_flight[0].correlation_id != cid
-            ):
-                conn.unanswered.remove(cid)
-                return True
+        if conn.unanswered and conn.drop_unanswered(frame):
+            return True
         if not conn.in_flight:
             reason = f"node {conn.node_id} sent a response nobody asked for"
             self._disconnect(conn, now_ms, reason, errors.CorruptResponseError(reason))
             return False
-        req = conn.in_flight[0]
-        if isinstance(req.request, SaslRawToken):
-            conn.in_flight.popleft()
-            return self._handle_sasl(conn, bytes(frame), now_ms)
         try:
-            flexible = is_flexible(type(req.request), req.api_version)
-            cid, body = decode_response_header(req.request.API_KEY, flexible, frame)
-            if cid != req.correlation_id:
-                raise errors.CorruptResponseError(
-                    f"correlation id {cid} does not match the request's {req.correlation_id}"
-                )
-            response = decode_response(req.request, req.api_version, body)
+            req, response = conn.take_response(frame)
         except errors.CorruptResponseError as exc:
             self._disconnect(conn, now_ms, f"bad response from node {conn.node_id}: {exc}", exc)
             return False
-        conn.in_flight.popleft()
+        # (a bare SASL token's answer is bytes: no throttle time, and internal)
         throttle_ms = getattr(response, "throttle_time_ms", None)
         if throttle_ms is not None:
             self.metrics.throttle_time(conn.node_id, throttle_ms, now_ms)
@@ -814,7 +549,7 @@ class NetworkClient:
         return True
 
     def _maybe_throttle(
-        self, conn: _Connection, req: ClientRequest, throttle_ms: int, now_ms: int
+        self, conn: KafkaChannel, req: ClientRequest, throttle_ms: int, now_ms: int
     ) -> None:
         """Java's maybeThrottle: an answer at a version whose throttle time is the client's to
         honour (KIP-219) holds the node's requests back until it has passed; the requests in
@@ -824,64 +559,48 @@ class NetworkClient:
             return
         for other in conn.in_flight:
             other.throttle_ms += throttle_ms
-        until = now_ms + throttle_ms
-        if until > self._throttle_until.get(conn.node_id, 0):
-            self._throttle_until[conn.node_id] = until
+        self._connection_states.throttle(conn.node_id, now_ms + throttle_ms)
         log.debug("node %s throttled for %d ms (a quota)", conn.node_id, throttle_ms)
 
-    def _handle_api_versions(self, conn: _Connection, response: Any, now_ms: int) -> bool:
-        if response.error_code == errors.UnsupportedVersionError.errno and response.api_versions:
-            # the broker does not speak our ApiVersions version: retry with its highest
-            hi = response.api_versions.get(ApiVersionsRequest.API_KEY, (0, 0))[1]
-            conn.api_versions_version = min(hi, ApiVersionsRequest.MAX_VERSION)
+    def _handle_api_versions(self, conn: KafkaChannel, response: Any, now_ms: int) -> bool:
+        if conn.retry_api_versions(response):
             self._send_api_versions(conn, now_ms)
-            self._flush(conn, now_ms)
             return True
         if response.error_code != errors.NoError.errno:
             reason = f"ApiVersions failed with error {response.error_code}"
             self._disconnect(conn, now_ms, reason, errors.exception_for(response.error_code))
             return False
-        conn.api_versions = response.api_versions
-        if self.api_version_caps is not None:
-            # api_version: what the broker offers, narrowed to what that release speaks
-            conn.api_versions = cap(response.api_versions, self.api_version_caps)
+        # api_version: what the broker offers, narrowed to what that release speaks
+        conn.set_api_versions(response.api_versions, self.api_version_caps)
         if self.sasl_authenticator_factory is not None:
-            conn.authenticator = self.sasl_authenticator_factory(conn.node_id)
+            authenticator = self.sasl_authenticator_factory(conn.node_id)
             try:
-                request, version = conn.authenticator.begin(conn.api_versions, now_ms)
+                request, version = conn.begin_authentication(authenticator, now_ms)
             except errors.AuthenticationError as exc:
                 self._authentication_failed(conn, now_ms, exc)
                 return False
-            conn.state = AUTHENTICATING
             self._send_internal(conn, request, version, now_ms)
-            self._flush(conn, now_ms)
             return True
         self._ready(conn)
         return True
 
-    def _ready(self, conn: _Connection) -> None:
+    def _ready(self, conn: KafkaChannel) -> None:
         conn.state = READY
-        b = self._node_backoff.get(conn.node_id)
-        if b is not None:
-            b.failures = 0
-            b.backoff_ms = 0
+        self._connection_states.ready(conn.node_id)
         log.debug("node %s ready", conn.node_id)
         self._tell_listener(conn.node_id, conn.host, conn.port, True, "ready")
 
     # ------------------------------------------------------------------ SASL
-    def _handle_sasl(self, conn: _Connection, response: Any, now_ms: int) -> bool:
-        auth = conn.authenticator
+    def _handle_sasl(self, conn: KafkaChannel, response: Any, now_ms: int) -> bool:
         try:
-            following = auth.on_response(response, now_ms)
+            following = conn.authentication_answered(response, now_ms)
         except errors.AuthenticationError as exc:
             self._authentication_failed(conn, now_ms, exc)
             return False
         if following is not None:
             self._send_internal(conn, following[0], following[1], now_ms)
-            self._flush(conn, now_ms)
             return True
-        conn.reauthenticate_at_ms = auth.reauthenticate_at_ms
-        if auth.authentications > 1:
+        if conn.authenticator.authentications > 1:
             log.debug("node %s: re-authenticated", conn.node_id)
             conn.state = READY
         else:
@@ -892,31 +611,20 @@ class NetworkClient:
         """KIP-368: a connection whose re-authentication is due (it takes no new requests since)
         re-authenticates once nothing is in flight on it."""
         for conn in list(self._conns.values()):
-            due = conn.reauthenticate_at_ms
-            if (
-                due is None
-                or now_ms < due
-                or conn.state != READY
-                or conn.in_flight
-                or conn.send_queue
-            ):
-                continue
-            conn.reauthenticate_at_ms = None
-            conn.state = AUTHENTICATING
-            request, version = conn.authenticator.begin_reauthentication(now_ms)
-            log.debug("node %s: re-authenticating (KIP-368)", conn.node_id)
-            self._send_internal(conn, request, version, now_ms)
-            self._flush(conn, now_ms)
+            if conn.reauthentication_due(now_ms):
+                request, version = conn.begin_reauthentication(now_ms)
+                log.debug("node %s: re-authenticating (KIP-368)", conn.node_id)
+                self._send_internal(conn, request, version, now_ms)
 
     def _authentication_failed(
-        self, conn: _Connection, now_ms: int, exc: errors.AuthenticationError
+        self, conn: KafkaChannel, now_ms: int, exc: errors.AuthenticationError
     ) -> None:
         # Java logs it at error level too: a configuration problem, not a passing one
         log.error("node %s failed authentication: %s", conn.node_id, exc)
         self._authentication_failures.append((conn.node_id, exc))
         # Java steps the reconnect backoff twice for a refusal (authenticationFailed, then
         # disconnected): the next attempt waits 100 ms (reconnect.backoff.ms 50), not 50
-        self._record_failure(conn.node_id, now_ms)
+        self._connection_states.failed(conn.node_id, now_ms)
         self._disconnect(conn, now_ms, f"authentication failed: {exc}", exc)
 
     def take_authentication_failures(self) -> List[Tuple[int, BaseException]]:
@@ -926,7 +634,7 @@ class NetworkClient:
 
     def _disconnect(
         self,
-        conn: _Connection,
+        conn: KafkaChannel,
         now_ms: int,
         reason: str,
         exc: Optional[BaseException],
@@ -945,25 +653,14 @@ class NetworkClient:
         log.log(level, "disconnecting from node %s: %s", conn.node_id, reason)
         del self._conns[conn.node_id]
         self.metrics.connection_closed(now_ms)
-        try:
-            self._selector.unregister(conn.sock)
-        except (KeyError, ValueError):
-            pass
-        try:
-            conn.sock.close()
-        except OSError:
-            pass
+        conn.close(self._selector)
+        states = self._connection_states
         if conn.state != READY or timed_out:
-            self._record_failure(conn.node_id, now_ms)
+            states.failed(conn.node_id, now_ms)
         else:
-            b = self._node_backoff.setdefault(conn.node_id, _NodeBackoff())
-            b.last_attempt_ms = now_ms
-            b.backoff_ms = self._reconnect_backoff.backoff(0)
+            states.closed(conn.node_id, now_ms)
         if conn.state != CONNECTING:
-            # it had connected: the host's addresses may have changed since (Java re-resolves)
-            addresses = self._addresses.get(conn.node_id)
-            if addresses is not None:
-                addresses.clear()
+            states.forget_addresses(conn.node_id)
         failed = list(conn.in_flight)
         pending_no_response = [r for _, r in conn.send_queue if not r.expect_response]
         conn.in_flight.clear()
@@ -1024,7 +721,7 @@ class NetworkClient:
                     best, best_load = node, load
             elif conn is not None:
                 connecting = node
-            elif self._can_connect(node, now_ms) and candidate is None:
+            elif candidate is None and self._connection_states.can_connect(node.id, now_ms):
                 candidate = node
         return best or connecting or candidate
 
@@ -1070,7 +767,7 @@ class NetworkClient:
             while sel.get_map() and time.monotonic() < deadline:
                 for key, _ in sel.select(max(0.0, deadline - time.monotonic())):
                     try:
-                        data = key.fileobj.recv(_RECV_CHUNK)  # type: ignore[union-attr]
+                        data = key.fileobj.recv(RECV_CHUNK)  # type: ignore[union-attr]
                     except (BlockingIOError, InterruptedError):
                         continue
                     except OSError:
@@ -1094,115 +791,3 @@ class NetworkClient:
             self.waker.close()  # before the descriptor can be reused
             self._wake_r.close()
             self._wake_w.close()
-
-
-class DefaultMetadataUpdater:
-    """Keeps ProducerMetadata fresh: a Metadata request to the least-loaded node when due.
-
-    Rebootstrap (Java's DefaultMetadataUpdater and NetworkClient.handleRebootstrap): from the
-    moment an update is due until one succeeds, ``attempt_start_ms`` is set. With
-    ``metadata.recovery.strategy=rebootstrap`` the known brokers are given up for the bootstrap
-    servers when none of them can be connected to (no ready connection, every one in its
-    reconnect backoff: KIP-899), or when no update succeeded for
-    ``metadata.recovery.rebootstrap.trigger.ms`` (then their connections are closed: KIP-1102).
-    """
-
-    def __init__(self, client: NetworkClient, metadata: Any) -> None:
-        self.client = client
-        self.metadata = metadata
-        self.in_progress = False
-        self.attempt_start_ms: Optional[int] = None
-        self.rebootstraps = 0
-
-    def rebootstrap(self, now_ms: int) -> None:
-        self.metadata.rebootstrap()
-        self.attempt_start_ms = now_ms
-        self.rebootstraps += 1
-
-    def maybe_rebootstrap_after_trigger(self, now_ms: int) -> None:
-        """KIP-1102: no metadata for the trigger time: drop the known brokers' connections and
-        bootstrap again."""
-        start = self.attempt_start_ms
-        if not self.client.rebootstrap or start is None:
-            return
-        if now_ms - start <= self.client.rebootstrap_trigger_ms:
-            return
-        log.info(
-            "no metadata for %d ms (metadata.recovery.rebootstrap.trigger.ms=%d): going back "
-            "to the bootstrap servers",
-            now_ms - start,
-            self.client.rebootstrap_trigger_ms,
-        )
-        self.client.disconnect_all(self.metadata.fetch().nodes, "the client rebootstraps")
-        self.rebootstrap(now_ms)
-
-    def maybe_update(self, now_ms: int) -> int:
-        """Send a metadata request if one is due; ms until the next check."""
-        due = self.metadata.time_to_next_update(now_ms)
-        if self.in_progress:
-            return self.client.request_timeout_ms
-        if due > 0:
-            return due
-        if self.attempt_start_ms is None:
-            self.attempt_start_ms = now_ms
-        nodes = self.metadata.fetch().nodes
-        node = self.client.least_loaded_node(now_ms, nodes)
-        if node is None and self.client.rebootstrap and not self.client.has_ready_connection(nodes):
-            # (when the bootstrap servers themselves cannot be reached, this repeats quietly)
-            level = logging.DEBUG if self.metadata.fetch().is_bootstrap_configured else logging.INFO
-            log.log(
-                level,
-                "none of the %d known brokers can be reached: going back to the bootstrap servers",
-                len(nodes),
-            )
-            self.rebootstrap(now_ms)
-            node = self.client.least_loaded_node(now_ms, self.metadata.fetch().nodes)
-        if node is None:
-            return self.client.reconnect_backoff_ms
-        if self.client.can_send_more(node.id):
-            request, partial = self.metadata.new_metadata_request(now_ms)
-            version = self.client.api_version_for(node.id, MetadataRequest)
-            self.in_progress = True
-
-            def on_response(resp: ClientResponse) -> None:
-                self.in_progress = False
-                if resp.response is not None and not resp.disconnected:
-                    before = self.metadata.version
-                    self.metadata.update(resp.response, partial, self.client.time_ms())
-                    if self.metadata.version != before:  # an answer with brokers: a success
-                        self.attempt_start_ms = None
-                else:
-                    self.metadata.failed_update(self.client.time_ms(), resp.error)
-
-            self.client.send(
-                ClientRequest(
-                    node.id,
-                    request,
-                    version,
-                    now_ms,
-                    on_response,
-                    self.client.request_timeout_ms,
-                    True,
-                ),
-                now_ms,
-            )
-            return self.client.request_timeout_ms
-        if self.client.connection_state(node.id) != DISCONNECTED:
-            return self.client.reconnect_backoff_ms
-        if self.client.ready(node, now_ms):
-            return 0
-        if self.client.connection_state(node.id) == DISCONNECTED:
-            # could not even start connecting: count it as a failed refresh
-            self.metadata.failed_update(now_ms, errors.NetworkError(f"cannot reach {node}"))
-        return max(self.client.connection_delay(node, now_ms), 1)
-
-    def handle_disconnection(
-        self, node_id: int, auth_error: Optional[BaseException] = None
-    ) -> None:
-        # Java requests an update when a connection drops (the cluster may have changed); a
-        # metadata request in flight on it fails with it, and its on_response resets in_progress
-        self.metadata.request_update()
-        if auth_error is not None:
-            # Java's Metadata.fatalError: whoever waits for metadata gets it now, rather than
-            # a timeout after max.block.ms
-            self.metadata.fatal_error(auth_error)
