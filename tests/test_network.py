@@ -16,6 +16,8 @@ import pytest
 
 from cproducer import errors
 from cproducer.cluster import Node
+from cproducer.network.cluster_connection_states import ClusterConnectionStates
+from cproducer.network.kafka_channel import KafkaChannel
 from cproducer.network.network_client import ClientRequest, ConnectionState, NetworkClient
 from cproducer.network.selector_wakeup import SelectorWakeup
 from cproducer.protocol import MetadataRequest, ProduceRequest, Writer
@@ -640,3 +642,114 @@ def test_the_throttle_time_does_not_count_toward_the_timeout_of_requests_in_flig
     finally:
         client.close()
         srv.close()
+
+
+def test_connection_states_back_off_per_node_and_start_over_once_ready() -> None:
+    # random 0.5: the jitter factor is exactly 1
+    states = ClusterConnectionStates(100, 1600, 1000, 8000, lambda: 0.5, lambda host: ["10.0.0.1"])
+    assert states.can_connect(1, 0) and states.connection_delay(1, 0) == 0
+    assert states.setup_timeout_ms(1) == 1000  # a node never tried: the configured timeout
+    states.connecting(1, "h", 0)
+    states.start_setup_timer(1)
+    assert states.setup_timeout_ms(1) == 1000
+    for expected in (100, 200, 400):
+        states.failed(1, 5000)  # counted from the failure, not from the attempt
+        assert states.has_failed(1)
+        assert states.connection_delay(1, 5000) == expected
+        assert not states.can_connect(1, 5000 + expected - 1) and states.can_connect(
+            1, 5000 + expected
+        )
+    states.start_setup_timer(1)
+    assert states.setup_timeout_ms(1) == 8000  # three failures: 1000 * 2**3, the cap
+    assert states.connection_delay(2, 5000) == 0  # another node has its own backoff
+    states.ready(1)
+    assert not states.has_failed(1)
+    states.closed(1, 9000)  # a ready connection lost: the base backoff
+    assert states.connection_delay(1, 9000) == 100
+
+
+def test_connection_states_keep_the_longest_throttle_time() -> None:
+    states = ClusterConnectionStates(50, 1000, 1000, 1000, lambda: 0.5, lambda host: [])
+    assert not states.is_throttled(1, 0) and states.throttle_delay(1, 0) == 0
+    states.throttle(1, 500)
+    states.throttle(1, 300)  # an earlier end does not shorten it
+    assert states.is_throttled(1, 499) and states.throttle_delay(1, 200) == 300
+    assert not states.is_throttled(1, 500) and states.throttle_delay(1, 600) == 0
+
+
+def test_connection_states_try_each_address_in_turn() -> None:
+    states = ClusterConnectionStates(50, 1000, 1000, 1000, lambda: 0.5, lambda host: ["a", "b"])
+    assert states.connecting(1, "h", 0).current() == "a"
+    assert states.connecting(1, "h", 10).current() == "b"
+    assert states.connecting(1, "h", 20).current() == "a"  # resolved again, past the last
+    assert states.connecting(1, "other", 30).host == "other"  # a node moved to another host
+
+
+class ScriptedSocket:
+    """Takes at most ``takes`` bytes per sendmsg (then raises ``fail``), answers recv_into from
+    ``incoming``."""
+
+    def __init__(self, takes: List[int], fail: Optional[OSError] = None) -> None:
+        self.takes = takes
+        self.fail = fail
+        self.sent = b""
+        self.incoming = b""
+
+    def sendmsg(self, views: List[memoryview]) -> int:
+        if not self.takes:
+            if self.fail is not None:
+                raise self.fail
+            raise BlockingIOError
+        data = b"".join(bytes(v) for v in views)[: self.takes.pop(0)]
+        self.sent += data
+        return len(data)
+
+    def recv_into(self, buffer: bytearray) -> int:
+        if not self.incoming:
+            raise BlockingIOError
+        n = min(len(buffer), len(self.incoming))
+        buffer[:n], self.incoming = self.incoming[:n], self.incoming[n:]
+        return n
+
+
+def acks0_request(cid: int, payload: bytes) -> ClientRequest:
+    request = ClientRequest(1, ProduceRequest(0, 1000, {"t": [(0, memoryview(payload))]}), 3)
+    request.expect_response = False
+    request.correlation_id = cid
+    return request
+
+
+def test_a_channel_reports_each_request_written_whole_before_a_send_fails() -> None:
+    sock = ScriptedSocket([], fail=ConnectionResetError(104, "reset"))
+    channel = KafkaChannel(1, "h", 9092, sock, 0)
+    first, second = acks0_request(7, b"x" * 100), acks0_request(8, b"y" * 100)
+    for request in (first, second):
+        channel.enqueue(request, "t")
+    sock.takes = [first.size_bytes - 10, 10]  # the first in two pieces; the second fails
+    written: List[ClientRequest] = []
+    with pytest.raises(ConnectionResetError):
+        for _ in range(2):  # the first call stops where the socket is full
+            channel.write(5, lambda ch, request, now_ms: written.append(request))
+    # the caller completes the acks=0 request that did go out before closing the channel
+    assert written == [first] and first.unsent == 0 and second.unsent == -1
+    assert len(sock.sent) == first.size_bytes and list(channel.unanswered) == [7]
+    assert channel.last_activity_ms == 5
+
+
+def test_a_channel_hands_over_whole_frames_in_turn_and_keeps_a_partial_one() -> None:
+    sock = ScriptedSocket([])
+    channel = KafkaChannel(1, "h", 9092, sock, 0)
+    sock.incoming = struct.pack(">i", 4) + b"abcd" + struct.pack(">i", 5) + b"efghi" + b"\x00\x00"
+    buffer = bytearray(1024)
+    assert channel.read(buffer, memoryview(buffer))
+    seen: List[bytes] = []
+
+    def handle(ch: KafkaChannel, frame: memoryview, now_ms: int) -> bool:
+        seen.append(bytes(frame))
+        return True
+
+    assert channel.handle_frames(100, handle, 0) is None
+    assert seen == [b"abcd", b"efghi"] and bytes(channel.recv) == b"\x00\x00"
+    channel.recv += struct.pack(">i", 1000)[2:] + b"x"  # a length above the largest answer
+    error = channel.handle_frames(100, handle, 0)
+    assert isinstance(error, errors.CorruptResponseError) and "1000" in str(error)
