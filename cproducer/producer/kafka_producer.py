@@ -9,40 +9,25 @@ once, through its future and callback: success with its offset, or an error.
 
 from __future__ import annotations
 
-import functools
 import logging
-import re
 import threading
 import time
-from typing import Any, Callable, Dict, Mapping, Optional, Set, Tuple
+from typing import Any, Callable, Dict, Mapping, Optional, Set
 
 import numpy as np
 
 from cproducer import errors
-from cproducer.cluster import Cluster, TopicPartition
+from cproducer.cluster import Cluster
 from cproducer.config import ProducerConfig
-from cproducer.network.host_resolver import (
-    USE_ALL_DNS_IPS,
-    check_host_resolver,
-    default_host_resolver,
-)
-from cproducer.network.host_resolver import bootstrap_addresses as resolve_bootstrap
-from cproducer.network.network_client import NetworkClient, default_socket_factory
-from cproducer.network.network_metrics import NetworkMetrics
-from cproducer.network.tls import ssl_context_from_config, tls_socket_factory
 from cproducer.producer.batch_future import BatchFuture
 from cproducer.producer.columns import to_column
+from cproducer.producer.engine import ProducerEngine
 from cproducer.producer.fast_send import FastSend
 from cproducer.producer.interceptors import ProducerInterceptors, ProducerRecord
-from cproducer.producer.internals.buffer_pool import BufferPool
 from cproducer.producer.internals.kafka_producer_metrics import KafkaProducerMetrics
-from cproducer.producer.internals.producer_metadata import ProducerMetadata
-from cproducer.producer.internals.record_accumulator import RecordAccumulator
-from cproducer.producer.internals.sender import Sender
-from cproducer.producer.internals.sender_metrics import SenderMetrics, collect_metrics
+from cproducer.producer.internals.sender_metrics import collect_metrics
 from cproducer.producer.internals.transaction_manager import (
     IN_TRANSACTION,
-    ConsumerGroupMetadata,
     TransactionManager,
     TransactionState,
 )
@@ -51,6 +36,15 @@ from cproducer.producer.partitioners import (
     reruns_on_new_batch,
     resolve_partitioner,
 )
+from cproducer.producer.producer_args import (
+    check_headers,
+    check_partition_type,
+    check_topic,
+    group_metadata,
+    serialize,
+    transaction_offsets,
+)
+from cproducer.producer.producer_components import build_components
 from cproducer.producer.send_many import (
     append_columns,
     partition_order,
@@ -58,66 +52,18 @@ from cproducer.producer.send_many import (
     size_upper_bounds,
 )
 from cproducer.producer.serializers import as_serialize_fn, takes_headers
-from cproducer.record import compression
-from cproducer.record.compression import codec_id
 from cproducer.record.record_batch_builder import (
     estimate_size_in_bytes_upper_bound,
     headers_size_in_bytes,
 )
-from cproducer.security.login import sasl_login_from_config
-from cproducer.security.password import reveal
-from cproducer.security.sasl_authenticator import SaslClientAuthenticator
 from cproducer.utils.memory_budget import release_free_memory
 from cproducer.utils.metric_name import raw_metrics
 from cproducer.utils.murmur2 import partition_for_key
-from cproducer.utils.sampled_stat import MetricConfig
 from cproducer.utils.time import SYSTEM_CLOCK, as_clock
 
 log = logging.getLogger("cproducer.producer.kafka_producer")
 
-_TOPIC_RE = re.compile(r"[a-zA-Z0-9._-]+")
-_MAX_TOPIC_LENGTH = 249
-_BYTES_TYPES = (bytes, bytearray, memoryview)
 _MEMORY_RELEASE_INTERVAL_S = 1.0
-
-
-def _check_topic(topic: Any) -> None:
-    if not isinstance(topic, str):
-        raise errors.InvalidTopicError(f"topic must be a str, got {type(topic).__name__}")
-    if not topic:
-        raise errors.InvalidTopicError("topic must not be empty")
-    if topic in (".", ".."):
-        raise errors.InvalidTopicError(f"topic cannot be {topic!r}")
-    if len(topic) > _MAX_TOPIC_LENGTH:
-        raise errors.InvalidTopicError(
-            f"topic is {len(topic)} characters long; the maximum is {_MAX_TOPIC_LENGTH}"
-        )
-    if not _TOPIC_RE.fullmatch(topic):
-        raise errors.InvalidTopicError(
-            f"topic {topic!r} has characters Kafka does not allow: only ASCII letters, digits, "
-            "'.', '_' and '-'"
-        )
-
-
-def _check_headers(headers: Any) -> None:
-    if not isinstance(headers, (list, tuple)):
-        raise errors.SerializationError(
-            f"headers must be a list of (str, bytes or None) pairs, got {type(headers).__name__}"
-        )
-    for i, header in enumerate(headers):
-        if not isinstance(header, tuple) or len(header) != 2:
-            raise errors.SerializationError(
-                f"headers[{i}] must be a (str, bytes or None) pair, got {header!r:.60}"
-            )
-        hkey, hvalue = header
-        if not isinstance(hkey, str):
-            raise errors.SerializationError(
-                f"headers[{i}] key must be str, got {type(hkey).__name__}"
-            )
-        if hvalue is not None and not isinstance(hvalue, _BYTES_TYPES):
-            raise errors.SerializationError(
-                f"headers[{i}] value must be bytes or None, got {type(hvalue).__name__}"
-            )
 
 
 class KafkaProducer:
@@ -173,145 +119,20 @@ class KafkaProducer:
         self._last_memory_release = -_MEMORY_RELEASE_INTERVAL_S
         self._valid_topics: Set[str] = set()
 
-        self._metadata = ProducerMetadata(
-            refresh_backoff_ms=cfg["retry.backoff.ms"],
-            refresh_backoff_max_ms=cfg["retry.backoff.max.ms"],
-            metadata_max_age_ms=cfg["metadata.max.age.ms"],
-            metadata_max_idle_ms=cfg["metadata.max.idle.ms"],
-            topic_time_ms=self._batch_time_ms,
-        )
-        self._metadata.allow_auto_topic_creation = cfg["allow.auto.create.topics"]
-        host_resolver = check_host_resolver(cfg.hooks.get("host_resolver", default_host_resolver))
-        servers, dns_lookup = cfg["bootstrap.servers"], cfg["client.dns.lookup"]
-
-        def bootstrap_addresses() -> Any:
-            # KIP-602: the names themselves, or (resolve_canonical_bootstrap_servers_only) the
-            # canonical name of each of their addresses; again at each rebootstrap
-            return resolve_bootstrap(servers, dns_lookup, host_resolver)
-
-        self._metadata.bootstrap(
-            bootstrap_addresses(),
-            bootstrap_addresses if dns_lookup != USE_ALL_DNS_IPS else None,
-        )
-        self._pool = BufferPool(cfg["buffer.memory"], cfg["batch.size"])
-        # batch.size=0 turns batching off (Java, kafka-python): a batch takes one record, is full
-        # with it (so it does not linger) and the built-in partitioner moves on after each record
-        batch_size = cfg["batch.size"] or 1
-        max_batch_records = 1 if cfg["batch.size"] == 0 else cfg.hooks.get("batch_max_records", 0)
-        metric_config = MetricConfig.from_config(cfg)
-        self._network_metrics = NetworkMetrics(metric_config)
-        self._sender_metrics = SenderMetrics(metric_config, self._pool)
-        self._transaction_manager = (
-            TransactionManager(
-                cfg["transactional.id"], cfg["transaction.timeout.ms"], cfg["retry.backoff.ms"]
-            )
-            if cfg["enable.idempotence"]
-            else None
-        )
+        parts = build_components(cfg, clock, self._batch_time_ms)
+        self._metadata = parts.metadata
+        self._pool = parts.pool
+        self._network_metrics = parts.network_metrics
+        self._sender_metrics = parts.sender_metrics
+        self._transaction_manager = parts.transaction_manager
         self._transactional = cfg["transactional.id"] is not None
-        codec = codec_id(cfg["compression.type"])
-        self._accumulator = RecordAccumulator(
-            batch_size,
-            codec,
-            cfg["linger.ms"],
-            cfg["retry.backoff.ms"],
-            cfg["retry.backoff.max.ms"],
-            cfg["delivery.timeout.ms"],
-            self._pool,
-            partitioner_adaptive_partitioning_enable=cfg[
-                "partitioner.adaptive.partitioning.enable"
-            ],
-            partitioner_availability_timeout_ms=cfg["partitioner.availability.timeout.ms"],
-            transaction_manager=self._transaction_manager,
-            # KIP-390: the level of the codec in use (compression.<codec>.level)
-            compression_level=(
-                cfg[f"compression.{compression.NAMES[codec]}.level"]
-                if codec in compression.DEFAULT_LEVELS
-                else None
-            ),
-            random=cfg.hooks.get("random"),
-            max_batch_records=max_batch_records,
-        )
-        client_kwargs: Dict[str, Any] = {}
-        if "socket_factory" in cfg.hooks:
-            if "socket_options" in cfg.explicit:
-                raise errors.ConfigError(
-                    "socket_options applies to the producer's own sockets; with a "
-                    "socket_factory, set the options on the sockets it makes"
-                )
-            client_kwargs["socket_factory"] = cfg.hooks["socket_factory"]
-        else:
-            client_kwargs["socket_factory"] = functools.partial(
-                default_socket_factory, socket_options=cfg["socket_options"]
-            )
-        if cfg["security.protocol"] in ("ssl", "sasl_ssl"):
-            context = cfg.hooks.get("ssl_context") or ssl_context_from_config(
-                cfg["ssl.truststore.location"],
-                cfg["ssl.keystore.location"],
-                reveal(cfg["ssl.key.password"]),
-                cfg["ssl.endpoint.identification.algorithm"],
-                keyfile=cfg["ssl_keyfile"],
-                crlfile=cfg["ssl_crlfile"],
-                ciphers=cfg["ssl_ciphers"],
-            )
-            client_kwargs["socket_factory"] = tls_socket_factory(
-                context, client_kwargs.get("socket_factory", default_socket_factory)
-            )
-        # SASL: the credentials resolved once (an OIDC login fetches its first token now, and a
-        # refusal fails the constructor, as Java's login does); every connection authenticates
-        # with them through its own SaslClientAuthenticator
-        self._sasl_login = sasl_login_from_config(
-            cfg.as_dict(), cfg.hooks.get("sasl_oauth_token_provider")
-        )
-        if self._sasl_login is not None:
-            login = self._sasl_login
-            client_kwargs["sasl_authenticator_factory"] = lambda node_id: SaslClientAuthenticator(
-                login.mechanism, login.new_client, node_id
-            )
-        self._client = NetworkClient(
-            client_id=self.client_id,
-            metadata=self._metadata,
-            reconnect_backoff_ms=cfg["reconnect.backoff.ms"],
-            reconnect_backoff_max_ms=cfg["reconnect.backoff.max.ms"],
-            request_timeout_ms=cfg["request.timeout.ms"],
-            max_in_flight_requests_per_connection=cfg["max.in.flight.requests.per.connection"],
-            socket_connection_setup_timeout_ms=cfg["socket.connection.setup.timeout.ms"],
-            socket_connection_setup_timeout_max_ms=cfg["socket.connection.setup.timeout.max.ms"],
-            send_buffer_bytes=cfg["send.buffer.bytes"],
-            receive_buffer_bytes=cfg["receive.buffer.bytes"],
-            connections_max_idle_ms=cfg["connections.max.idle.ms"],
-            max_response_size=cfg["receive_message_max_bytes"],
-            api_version=cfg["api_version"],
-            selector=cfg.hooks.get("selector"),
-            clock=clock,
-            host_resolver=host_resolver,
-            metadata_recovery_strategy=cfg["metadata.recovery.strategy"],
-            metadata_recovery_rebootstrap_trigger_ms=cfg[
-                "metadata.recovery.rebootstrap.trigger.ms"
-            ],
-            metrics=self._network_metrics,
-            **client_kwargs,
-        )
-        acks = cfg["acks"]
-        self._acks = acks
-        self._sender = Sender(
-            self._client,
-            self._metadata,
-            self._accumulator,
-            guarantee_message_order=cfg["max.in.flight.requests.per.connection"] == 1,
-            max_request_size=cfg["max.request.size"],
-            acks=acks,
-            retries=cfg["retries"],
-            request_timeout_ms=cfg["request.timeout.ms"],
-            delivery_timeout_ms=cfg["delivery.timeout.ms"],
-            transaction_manager=self._transaction_manager,
-            client_id=self.client_id,
-            clock=clock,
-            batch_time_ms=self._batch_time_ms,
-            metrics=self._sender_metrics,
-        )
-        # a send about to wait for memory wakes the Sender: sending is what frees it
-        self._accumulator.memory_wait_hook = self._sender.wakeup
+        self._accumulator = parts.accumulator
+        self._sasl_login = parts.sasl_login
+        self._client = parts.client
+        self._acks = cfg["acks"]
+        self._sender = parts.sender
+        #: what a facade (cproducer.aio, cproducer.compat.confluent) may use besides this API
+        self.engine = ProducerEngine(self, parts)
         self._fast: Optional[FastSend] = None
         self._metrics_enabled = bool(cfg["metrics_enabled"])
         self._call_metrics = KafkaProducerMetrics()
@@ -402,27 +223,11 @@ class KafkaProducer:
         ``InvalidPartitionError``, ``SerializationError`` (a key/value that is not bytes without a
         serializer, malformed headers), ``RecordTooLargeError``, ``KafkaTimeoutError`` (metadata or
         memory not available within ``max_block_ms``).
+
+        This is Java's ``doSend``, in Python. With neither interceptors, serializers nor a
+        partitioner, the instance's ``send`` is the Cython fast path (``FastSend.send``), which
+        hands every case it does not take over to this method, as ``_send_slow``.
         """
-        return self._send_slow(topic, value, key, headers, partition, timestamp_ms, callback)
-
-    def _check_can_send(self) -> None:
-        """What send() and send_many() refuse before looking at their arguments."""
-        if self._closed:
-            raise errors.ProducerClosedError("cannot send after the producer is closed")
-        if self._transactional:
-            self._transaction_manager.fail_if_not_ready_for_send()  # type: ignore[union-attr]
-
-    def _send_slow(
-        self,
-        topic: str,
-        value: Any = None,
-        key: Any = None,
-        headers: Any = None,
-        partition: Optional[int] = None,
-        timestamp_ms: Optional[int] = None,
-        callback: Optional[Callable[[Any, Optional[BaseException]], None]] = None,
-    ) -> Any:
-        """Java's doSend, in Python: every case the Cython fast path hands over."""
         self._check_can_send()
         if value is None and key is None and not self._null_records:
             raise ValueError("Need at least one: key or value")  # kafka-python's refusal
@@ -433,7 +238,7 @@ class KafkaProducer:
             topic, value, key, headers, partition, timestamp_ms = record
             callback = self._intercepted_callback(callback)
         if topic not in self._valid_topics:
-            _check_topic(topic)
+            check_topic(topic)
         start = self._clock.monotonic_ms()
         now = self._batch_time_ms()
         version = self._metadata.version
@@ -447,16 +252,13 @@ class KafkaProducer:
 
         if headers is None and self._headers_to_serializers:
             headers = []
-        key_bytes = self._serialize("key", self._key_serializer, topic, headers, key)
-        value_bytes = self._serialize("value", self._value_serializer, topic, headers, value)
+        key_bytes = serialize("key", self._key_serializer, topic, headers, key)
+        value_bytes = serialize("value", self._value_serializer, topic, headers, value)
         if headers is not None:
-            _check_headers(headers)
+            check_headers(headers)
 
         if partition is not None:
-            if isinstance(partition, bool) or not isinstance(partition, int):
-                raise errors.InvalidPartitionError(
-                    f"partition must be an int, got {type(partition).__name__}"
-                )
+            check_partition_type(partition)
             part = partition
         else:
             part = self._partition(topic, key, key_bytes, value, value_bytes, cluster, count)
@@ -474,26 +276,12 @@ class KafkaProducer:
             )
         if timestamp_ms is None:
             timestamp_ms = self._clock.milliseconds()
-        result = self._accumulator.append(
-            topic,
-            part,
-            timestamp_ms,
-            key_bytes,
-            value_bytes,
-            headers,
-            callback,
-            remaining_ms,
+        abort_on_new_batch = (
             self._rerun_on_new_batch
             and partition is None
-            and (key_bytes is None or self._rerun_keyed),
-            now,
-            cluster,
+            and (key_bytes is None or self._rerun_keyed)
         )
-        if result.abort_for_new_batch:
-            on_new_batch = getattr(self._partitioner, "on_new_batch", None)
-            if on_new_batch is not None:
-                on_new_batch(topic, cluster, part)
-            part = self._partition(topic, key, key_bytes, value, value_bytes, cluster, count)
+        while True:
             result = self._accumulator.append(
                 topic,
                 part,
@@ -503,15 +291,34 @@ class KafkaProducer:
                 headers,
                 callback,
                 remaining_ms,
-                False,
+                abort_on_new_batch,
                 now,
                 cluster,
             )
+            if not result.abort_for_new_batch:
+                break
+            # Java's abort-for-new-batch: the sticky partitioner moves on, the record is
+            # partitioned again and appended without a second abort
+            on_new_batch = getattr(self._partitioner, "on_new_batch", None)
+            if on_new_batch is not None:
+                on_new_batch(topic, cluster, part)
+            part = self._partition(topic, key, key_bytes, value, value_bytes, cluster, count)
+            abort_on_new_batch = False
         if result.batch_is_full or result.new_batch_created:
             self._sender.wakeup_for_data()
         if self._fast is not None:
             self._fast.remember(topic, count, cluster, version)
         return result.future
+
+    # the Python path, under a name the instance's fast `send` attribute does not shadow
+    _send_slow = send
+
+    def _check_can_send(self) -> None:
+        """What send() and send_many() refuse before looking at their arguments."""
+        if self._closed:
+            raise errors.ProducerClosedError("cannot send after the producer is closed")
+        if self._transactional:
+            self._transaction_manager.fail_if_not_ready_for_send()  # type: ignore[union-attr]
 
     def send_many(
         self,
@@ -535,7 +342,7 @@ class KafkaProducer:
         """
         self._check_can_send()
         if topic not in self._valid_topics:
-            _check_topic(topic)
+            check_topic(topic)
         vcol = to_column(values, "values")
         n = vcol.n
         kcol = None if keys is None else to_column(keys, "keys")
@@ -561,7 +368,7 @@ class KafkaProducer:
             for i, h in enumerate(headers):
                 if h is not None:
                     try:
-                        _check_headers(h)
+                        check_headers(h)
                     except errors.SerializationError as exc:
                         raise errors.SerializationError(f"record {i}: {exc}") from None
                     hsizes[i] = headers_size_in_bytes(h)
@@ -641,27 +448,6 @@ class KafkaProducer:
 
         return on_completion
 
-    @staticmethod
-    def _serialize(what: str, serializer: Any, topic: str, headers: Any, obj: Any) -> Any:
-        if serializer is not None:
-            try:
-                obj = serializer(topic, headers, obj)
-            except Exception as exc:
-                raise errors.SerializationError(
-                    f"the {what} serializer failed on {type(obj).__name__}: {exc}"
-                ) from exc
-            if obj is not None and not isinstance(obj, _BYTES_TYPES):
-                raise errors.SerializationError(
-                    f"the {what} serializer returned {type(obj).__name__}, expected bytes"
-                )
-            return obj
-        if obj is None or isinstance(obj, _BYTES_TYPES):
-            return obj
-        raise errors.SerializationError(
-            f"{what} must be bytes, bytearray, memoryview or None without a {what}_serializer; "
-            f"got {type(obj).__name__}"
-        )
-
     def _partition(
         self,
         topic: str,
@@ -688,12 +474,8 @@ class KafkaProducer:
     def _wait_on_metadata(self, topic: str, partition: Optional[int], now: int) -> Any:
         """Java's waitOnMetadata: block until the topic (and partition) is known (at most
         max.block.ms). ``now``: the batch time, for the topic's use time."""
-        if partition is not None and (
-            isinstance(partition, bool) or not isinstance(partition, int)
-        ):
-            raise errors.InvalidPartitionError(
-                f"partition must be an int, got {type(partition).__name__}"
-            )
+        if partition is not None:
+            check_partition_type(partition)
         if partition is not None and partition < 0:
             raise errors.InvalidPartitionError(f"partition must be >= 0, got {partition}")
         self._metadata.add(topic, now)
@@ -783,8 +565,8 @@ class KafkaProducer:
         ``consumer_group_metadata``: the group id (str) or a ``ConsumerGroupMetadata``."""
         start = self._call_metrics.start()
         tm = self._txn("send_offsets_to_transaction")
-        group = _group_metadata(consumer_group_metadata)
-        parsed = _offsets(offsets)
+        group = group_metadata(consumer_group_metadata)
+        parsed = transaction_offsets(offsets)
         if parsed:  # Java sends nothing for no offsets
             result = tm.send_offsets_to_transaction(parsed, group)
             self._sender.wakeup()
@@ -905,7 +687,7 @@ class KafkaProducer:
         """The partition ids of ``topic`` (waits for its metadata up to ``max_block_ms``)."""
         if self._closed:
             raise errors.ProducerClosedError("the producer is closed")
-        _check_topic(topic)
+        check_topic(topic)
         _version, cluster, _count = self._wait_on_metadata(topic, None, self._batch_time_ms())
         return {p.partition for p in cluster.partitions_for_topic(topic)}
 
@@ -937,66 +719,3 @@ class KafkaProducer:
     @property
     def closed(self) -> bool:
         return self._closed
-
-
-def _group_metadata(value: Any) -> ConsumerGroupMetadata:
-    if isinstance(value, ConsumerGroupMetadata):
-        return value
-    if isinstance(value, str):
-        if not value:
-            raise ValueError("consumer_group_metadata: the group id is empty")
-        return ConsumerGroupMetadata(value)
-    group_id = getattr(value, "group_id", None)
-    if isinstance(group_id, str) and group_id:
-        return ConsumerGroupMetadata(
-            group_id,
-            int(getattr(value, "generation_id", -1)),
-            str(getattr(value, "member_id", "") or ""),
-            getattr(value, "group_instance_id", None),
-        )
-    raise TypeError(
-        "consumer_group_metadata must be a group id (str) or a ConsumerGroupMetadata, got "
-        f"{type(value).__name__} (confluent-kafka's serialized metadata is opaque: pass the "
-        "group id)"
-    )
-
-
-def _offsets(value: Any) -> Dict[TopicPartition, Tuple[int, int, Optional[str]]]:
-    """offsets of send_offsets_to_transaction -> {tp: (offset, leader_epoch, metadata)}."""
-    out: Dict[TopicPartition, Tuple[int, int, Optional[str]]] = {}
-    if isinstance(value, Mapping):
-        items = list(value.items())
-    else:
-        try:
-            items = [((o.topic, o.partition), o) for o in value]
-        except (TypeError, AttributeError):
-            raise TypeError(
-                "offsets must be a mapping {TopicPartition or (topic, partition): offset} or "
-                f"an iterable of objects with .topic/.partition/.offset, got {type(value).__name__}"
-            ) from None
-    for key, v in items:
-        try:
-            topic, partition = key
-        except (TypeError, ValueError):
-            raise TypeError(f"offsets: key {key!r} is not a (topic, partition)") from None
-        metadata: Optional[str] = None
-        leader_epoch = -1
-        if hasattr(v, "offset"):
-            # an OffsetAndMetadata: kafka-python's (offset, metadata, leader_epoch) namedtuple,
-            # Java's, confluent-kafka's TopicPartition
-            offset = v.offset
-            metadata = getattr(v, "metadata", None)
-            epoch = getattr(v, "leader_epoch", None)
-            leader_epoch = -1 if epoch is None else int(epoch)
-        elif isinstance(v, tuple) and len(v) == 2:
-            offset, metadata = v
-        else:
-            offset = v
-        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-            raise ValueError(
-                f"offsets: the offset of {topic}[{partition}] must be an int >= 0, got {offset!r}"
-            )
-        if not isinstance(topic, str) or not isinstance(partition, int) or partition < 0:
-            raise TypeError(f"offsets: {key!r} is not a (topic: str, partition: int >= 0)")
-        out[TopicPartition(topic, partition)] = (offset, leader_epoch, metadata)
-    return out
