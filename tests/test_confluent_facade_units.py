@@ -14,7 +14,7 @@ import pytest
 
 import cproducer.compat.confluent as facade
 from cproducer import ConsumerGroupMetadata, errors
-from cproducer.compat.confluent.config import translate
+from cproducer.compat.confluent.config import PROPERTIES, Derived, translate
 from cproducer.compat.confluent.error import from_exception
 from cproducer.compat.confluent.group_metadata import read_group_metadata, write_group_metadata
 from cproducer.compat.confluent.partitioners import (
@@ -246,6 +246,25 @@ def test_mapped_values_reach_the_java_configuration() -> None:
     assert translate({"bootstrap.servers": _DEAD, "transactional.id": "x"}).producer[
         "enable.idempotence"
     ]
+
+
+#: the table's properties with a value of their own as default (not derived, not a callback)
+_PLAIN_DEFAULTS = [
+    (name, prop.default)
+    for name, prop in PROPERTIES.items()
+    if prop.default is not None and not isinstance(prop.default, Derived)
+]
+
+
+@pytest.mark.parametrize("name, default", _PLAIN_DEFAULTS, ids=[n for n, _ in _PLAIN_DEFAULTS])
+def test_each_table_default_is_what_an_unset_property_gives(
+    client: ModuleType, name: str, default: Any
+) -> None:
+    """Set to its default, a property changes nothing in the translation, and librdkafka takes
+    the property by that name with that value."""
+    _make(client, {name: default})
+    unset = translate({"bootstrap.servers": _DEAD})
+    assert translate({"bootstrap.servers": _DEAD, name: default}) == unset
 
 
 @pytest.mark.parametrize(

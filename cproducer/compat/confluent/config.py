@@ -21,7 +21,7 @@ import logging
 import math
 import re
 import ssl
-from typing import Any, Callable, Dict, Mapping, NamedTuple, Optional, Tuple
+from typing import Any, Callable, Dict, Mapping, NamedTuple, Optional, Set, Tuple
 
 from cproducer.compat.confluent.error import INVALID_ARG, KafkaError, KafkaException
 
@@ -221,129 +221,136 @@ def merged(config: Optional[Mapping[str, Any]], kwargs: Mapping[str, Any]) -> Di
     return out
 
 
-def translate(config: Mapping[str, Any]) -> FacadeConfig:
-    values: Dict[str, Any] = {}
-    for raw_key, value in config.items():
-        if not isinstance(raw_key, str):
-            raise TypeError("expected configuration property name as type unicode string")
-        key = _ALIASES.get(raw_key, raw_key)
-        if key in values and values[key] != value:
-            raise _invalid(f'"{raw_key}" and another name for "{key}" are both set, differently')
-        values[key] = value
+# ------------------------------------------------------------------ the property table
 
-    p: Dict[str, Any] = {}  # KafkaProducer's configuration, Java names
-    hooks: Dict[str, Any] = {}
-    explicit = set(values)
+Convert = Callable[[str, Any], Any]
+#: a rule that ties a property to those read before it: (read, explicit, producer), where
+#: ``read`` has the converted values so far, ``explicit`` the names the user set, and
+#: ``producer`` the KafkaProducer configuration it may set or refuse
+Rule = Callable[[Dict[str, Any], Set[str], Dict[str, Any]], None]
 
-    def take(key: str, default: Any) -> Any:
-        return values.pop(key, default)
 
-    servers = take("bootstrap.servers", None)
-    if servers is None:
+class Derived(NamedTuple):
+    """A default that librdkafka derives from the properties read before it."""
+
+    of: Callable[[Dict[str, Any]], Any]
+
+
+class Prop(NamedTuple):
+    """One librdkafka property: its default (librdkafka's), the converter of its value
+    (librdkafka's syntax and range, then what the value means to cproducer), the KafkaProducer
+    keys (Java names) that take the result, and the rule run once it is read."""
+
+    default: Any
+    convert: Convert
+    keys: Tuple[str, ...] = ()
+    rule: Optional[Rule] = None
+
+
+def _int(
+    lo: int, hi: int, words: Optional[Dict[str, int]] = None, means: Optional[Dict[int, Any]] = None
+) -> Convert:
+    """An integer in ``lo..hi`` (or one of ``words``); ``means`` gives a value cproducer's
+    meaning where librdkafka's special values differ from Java's."""
+
+    def convert(name: str, value: Any) -> Any:
+        number = rd_int(name, value, lo, hi, words)
+        return means.get(number, number) if means else number
+
+    return convert
+
+
+def _float(lo: float, hi: float) -> Convert:
+    return lambda name, value: rd_float(name, value, lo, hi)
+
+
+def _choice(*allowed: str) -> Convert:
+    return lambda name, value: rd_choice(name, value, allowed)
+
+
+def _servers(name: str, value: Any) -> str:
+    if value is None:
         raise _invalid("bootstrap.servers (or metadata.broker.list) must be set")
-    p["bootstrap.servers"] = _text("bootstrap.servers", servers)
-    p["client.id"] = _text("client.id", take("client.id", "rdkafka"))
+    return _text(name, value)
 
-    p["max.request.size"] = rd_int(
-        "message.max.bytes", take("message.max.bytes", 1000000), 1000, 1000000000
-    )
-    in_flight = rd_int(
-        "max.in.flight.requests.per.connection",
-        take("max.in.flight.requests.per.connection", 1000000),
-        1,
-        1000000,
-    )
-    refresh = rd_int(
-        "topic.metadata.refresh.interval.ms",
-        take("topic.metadata.refresh.interval.ms", 300000),
-        -1,
-        3600000,
-    )
-    p["metadata.max.age.ms"] = 2**62 if refresh == -1 else refresh
-    for ours, theirs in (
-        ("send.buffer.bytes", "socket.send.buffer.bytes"),
-        ("receive.buffer.bytes", "socket.receive.buffer.bytes"),
-    ):
-        size = rd_int(theirs, take(theirs, 0), 0, 100000000)
-        p[ours] = -1 if size == 0 else size  # 0: the operating system's default
-    setup = rd_int(
-        "socket.connection.setup.timeout.ms",
-        take("socket.connection.setup.timeout.ms", 30000),
-        1000,
-        _INT32_MAX,
-    )
-    p["socket.connection.setup.timeout.ms"] = setup
-    p["socket.connection.setup.timeout.max.ms"] = setup
-    idle = rd_int("connections.max.idle.ms", take("connections.max.idle.ms", 0), 0, _INT32_MAX)
-    p["connections.max.idle.ms"] = 2**62 if idle == 0 else idle  # 0: never closed for idleness
-    p["reconnect.backoff.ms"] = rd_int(
-        "reconnect.backoff.ms", take("reconnect.backoff.ms", 100), 0, 3600000
-    )
-    p["reconnect.backoff.max.ms"] = rd_int(
-        "reconnect.backoff.max.ms", take("reconnect.backoff.max.ms", 10000), 0, 3600000
-    )
-    p["retry.backoff.ms"] = rd_int("retry.backoff.ms", take("retry.backoff.ms", 100), 1, 300000)
-    p["retry.backoff.max.ms"] = rd_int(
-        "retry.backoff.max.ms", take("retry.backoff.max.ms", 1000), 1, 300000
-    )
-    p["retries"] = rd_int("retries", take("retries", _INT32_MAX), 0, _INT32_MAX)
 
-    # idempotence and transactions: librdkafka's rules (transactional.id turns idempotence on)
-    transactional_id = take("transactional.id", None)
-    idempotence = rd_bool(
-        "enable.idempotence", take("enable.idempotence", transactional_id is not None)
-    )
-    if transactional_id is not None:
-        if not idempotence:
-            raise _invalid(
-                "Failed to create producer: `transactional.id` requires `enable.idempotence=true`"
-            )
-        p["transactional.id"] = _text("transactional.id", transactional_id)
-    p["transaction.timeout.ms"] = rd_int(
-        "transaction.timeout.ms", take("transaction.timeout.ms", 60000), 1000, _INT32_MAX
-    )
-    acks = rd_int("acks", take("acks", -1), -1, 1000, _ACKS_WORDS)
+def _optional_text(name: str, value: Any) -> Optional[str]:
+    return None if value is None else _text(name, value)
+
+
+def _optional_callable(name: str, value: Any) -> Any:
+    return None if value is None else _callable(name, value)
+
+
+def _callback(name: str, value: Any) -> Any:
+    # confluent-kafka's own check (a TypeError), not librdkafka's
+    if value is not None and not callable(value):
+        raise TypeError(f"expected {name} property as a callable function")
+    return value
+
+
+def _strict_bool(name: str, value: Any) -> bool:
+    # confluent-kafka reads this one itself, as a Python bool only
+    if not isinstance(value, bool):
+        raise TypeError(f"Expected {name} to be bool type, not {type(value).__name__}")
+    return value
+
+
+def _logger(name: str, value: Any) -> Any:
+    if value is not None and not callable(getattr(value, "log", None)):
+        raise TypeError("logger must be a logging.Logger (an object with .log(level, msg, ...))")
+    return value
+
+
+def _transactions_need_idempotence(
+    read: Dict[str, Any], explicit: Set[str], p: Dict[str, Any]
+) -> None:
+    # librdkafka's rules: transactional.id turns idempotence on, and may not go without it
+    if read["transactional.id"] is not None and not read["enable.idempotence"]:
+        raise _invalid(
+            "Failed to create producer: `transactional.id` requires `enable.idempotence=true`"
+        )
+
+
+def _acks_and_idempotence(read: Dict[str, Any], explicit: Set[str], p: Dict[str, Any]) -> None:
+    acks = read["acks"]
     if acks > 1:
         raise _invalid(
             f"acks={acks}: Kafka brokers accept only -1 (all), 0 and 1 (librdkafka takes the "
             "value and every message then fails with INVALID_REQUIRED_ACKS)"
         )
-    if idempotence:
-        if acks != -1:
-            raise _invalid(
-                "Failed to create producer: `acks` must be set to `all` when "
-                "`enable.idempotence` is true"
-            )
-        if "max.in.flight.requests.per.connection" not in explicit:
-            in_flight = 5
-        elif in_flight > 5:
-            raise _invalid(
-                "Failed to create producer: `max.in.flight` must be set <= 5 when "
-                "`enable.idempotence` is true"
-            )
-        if p["retries"] < 1:
-            raise _invalid(
-                "Failed to create producer: `retries` must be set >= 1 when "
-                "`enable.idempotence` is true"
-            )
-    p["enable.idempotence"] = idempotence
-    p["acks"] = acks
-    p["max.in.flight.requests.per.connection"] = in_flight
+    if not read["enable.idempotence"]:
+        return
+    if acks != -1:
+        raise _invalid(
+            "Failed to create producer: `acks` must be set to `all` when "
+            "`enable.idempotence` is true"
+        )
+    if "max.in.flight.requests.per.connection" not in explicit:
+        p["max.in.flight.requests.per.connection"] = 5
+    elif read["max.in.flight.requests.per.connection"] > 5:
+        raise _invalid(
+            "Failed to create producer: `max.in.flight` must be set <= 5 when "
+            "`enable.idempotence` is true"
+        )
+    if read["retries"] < 1:
+        raise _invalid(
+            "Failed to create producer: `retries` must be set >= 1 when "
+            "`enable.idempotence` is true"
+        )
 
-    # batching and timeouts
-    linger = rd_float("linger.ms", take("linger.ms", 5), 0, 900000)
-    p["linger.ms"] = int(math.floor(linger))  # whole milliseconds: sub-ms lingering rounds down
-    p["batch.size"] = rd_int("batch.size", take("batch.size", 1000000), 1, _INT32_MAX)
-    hooks["batch_max_records"] = rd_int(
-        "batch.num.messages", take("batch.num.messages", 10000), 1, 1000000
-    )
-    hooks["null_records"] = True  # librdkafka produces a message without key and value
-    request_timeout = rd_int("request.timeout.ms", take("request.timeout.ms", 30000), 1, 900000)
+
+def _timeouts(read: Dict[str, Any], explicit: Set[str], p: Dict[str, Any]) -> None:
+    """message.timeout.ms (delivery.timeout.ms) against linger.ms, request.timeout.ms and the
+    transaction timeout, as librdkafka relates them; ``read["linger.ms"]`` becomes what
+    librdkafka lingers."""
+    linger = read["linger.ms"]
+    request_timeout = read["request.timeout.ms"]
+    delivery = read["delivery.timeout.ms"]
     timeout_set = "delivery.timeout.ms" in explicit
-    transaction_timeout = p["transaction.timeout.ms"]
-    delivery = rd_int("delivery.timeout.ms", take("delivery.timeout.ms", 300000), 0, _INT32_MAX)
-    if transactional_id is not None:
+    if read["transactional.id"] is not None:
         # librdkafka: a transactional message lives at most as long as its transaction
+        transaction_timeout = read["transaction.timeout.ms"]
         if not timeout_set:
             delivery = transaction_timeout
         elif delivery > transaction_timeout:
@@ -360,89 +367,140 @@ def translate(config: Mapping[str, Any]) -> FacadeConfig:
             )
         if timeout_set:  # librdkafka lowers an unset linger.ms below message.timeout.ms
             linger = delivery - 0.1
-            p["linger.ms"] = int(math.floor(linger))
         else:  # an unset message.timeout.ms leaves room for linger.ms and one request
             delivery = min(_INT32_MAX, int(math.ceil(linger)) + request_timeout)
+    read["linger.ms"] = linger
+    p["linger.ms"] = int(math.floor(linger))  # whole milliseconds: sub-ms lingering rounds down
     # librdkafka bounds a produce request by the message's remaining time; Java wants
     # delivery.timeout.ms >= linger.ms + request.timeout.ms: shorten the request timeout to fit
-    request_timeout = max(1, min(request_timeout, delivery - p["linger.ms"]))
-    p["request.timeout.ms"] = request_timeout
+    p["request.timeout.ms"] = max(1, min(request_timeout, delivery - p["linger.ms"]))
     p["delivery.timeout.ms"] = delivery
     # the first produce() to a topic waits for its metadata up to this long (librdkafka would
     # queue the message and let it time out in the queue)
     p["max.block.ms"] = min(delivery, 60000)
 
-    codec = rd_choice(
-        "compression.type",
-        take("compression.type", "none"),
-        ("none", "gzip", "snappy", "lz4", "zstd"),
-    )
-    p["compression.type"] = codec
-    level = rd_int("compression.level", take("compression.level", -1), -1, 12)
-    if level != -1:
-        # librdkafka's per-codec ranges onto Java's (KIP-390); none and snappy ignore it, as in
-        # librdkafka
-        if codec == "gzip":
-            p["compression.gzip.level"] = min(max(level, 1), 9)  # zlib's 0 stores: 1 is nearest
-        elif codec == "lz4":
-            # lz4 below 3 is its fast compressor, Java's level 9 (its default) too; 3..12 are
-            # the high-compression levels, where 9 becomes 10 (9 would mean the fast one)
-            p["compression.lz4.level"] = 9 if level < 3 else (10 if level == 9 else level)
-        elif codec == "zstd":
-            p["compression.zstd.level"] = level
 
-    max_messages = rd_int(
-        "queue.buffering.max.messages",
-        take("queue.buffering.max.messages", 100000),
-        0,
-        _INT32_MAX,
-    )
-    max_kbytes = rd_int(
-        "queue.buffering.max.kbytes", take("queue.buffering.max.kbytes", 1048576), 1, _INT32_MAX
-    )
-    # the facade bounds what is queued (messages, bytes) as librdkafka does and raises
-    # BufferError; the pool under it must then never make produce() wait
-    p["buffer.memory"] = 2**62
+def _compression_level(read: Dict[str, Any], explicit: Set[str], p: Dict[str, Any]) -> None:
+    """librdkafka's per-codec ranges onto Java's (KIP-390); none and snappy ignore the level,
+    as in librdkafka."""
+    level, codec = read["compression.level"], read["compression.type"]
+    if level == -1:
+        return
+    if codec == "gzip":
+        p["compression.gzip.level"] = min(max(level, 1), 9)  # zlib's 0 stores: 1 is nearest
+    elif codec == "lz4":
+        # lz4 below 3 is its fast compressor, Java's level 9 (its default) too; 3..12 are the
+        # high-compression levels, where 9 becomes 10 (9 would mean the fast one)
+        p["compression.lz4.level"] = 9 if level < 3 else (10 if level == 9 else level)
+    elif codec == "zstd":
+        p["compression.zstd.level"] = level
 
-    partitioner = rd_choice("partitioner", take("partitioner", "consistent_random"), PARTITIONERS)
-    if "sticky.partitioning.linger.ms" in values:
-        sticky = rd_int(
-            "sticky.partitioning.linger.ms", take("sticky.partitioning.linger.ms", 10), 0, 900000
-        )
-    else:
-        sticky = int(min(900000, 2 * linger))
 
-    on_delivery = take("on_delivery", None)
-    if on_delivery is not None:
-        _callable("on_delivery", on_delivery)
-    dr_only_error = take("delivery.report.only.error", False)
-    if not isinstance(dr_only_error, bool):
-        raise TypeError(
-            f"Expected delivery.report.only.error to be bool type, not "
-            f"{type(dr_only_error).__name__}"
-        )
-    error_cb = take("error_cb", None)
-    if error_cb is not None and not callable(error_cb):
-        raise TypeError("expected error_cb property as a callable function")
-    stats_cb = take("stats_cb", None)
-    if stats_cb is not None and not callable(stats_cb):
-        raise TypeError("expected stats_cb property as a callable function")
-    stats_interval = rd_int(
-        "statistics.interval.ms", take("statistics.interval.ms", 0), 0, 86400000
-    )
-    logger = take("logger", None)
-    if logger is not None and not callable(getattr(logger, "log", None)):
-        raise TypeError("logger must be a logging.Logger (an object with .log(level, msg, ...))")
-    log_level = rd_int("log_level", take("log_level", 6), 0, 7)
+#: librdkafka's properties (after ``_ALIASES``) in the order they are read and checked (the
+#: first wrong one is the one reported); ``FacadeConfig``'s fields come from those without keys
+PROPERTIES: Dict[str, Prop] = {
+    "bootstrap.servers": Prop(None, _servers, ("bootstrap.servers",)),
+    "client.id": Prop("rdkafka", _text, ("client.id",)),
+    "message.max.bytes": Prop(1000000, _int(1000, 1000000000), ("max.request.size",)),
+    "max.in.flight.requests.per.connection": Prop(
+        1000000, _int(1, 1000000), ("max.in.flight.requests.per.connection",)
+    ),
+    # -1: never refreshed
+    "topic.metadata.refresh.interval.ms": Prop(
+        300000, _int(-1, 3600000, means={-1: 2**62}), ("metadata.max.age.ms",)
+    ),
+    # 0: the operating system's default
+    "socket.send.buffer.bytes": Prop(0, _int(0, 100000000, means={0: -1}), ("send.buffer.bytes",)),
+    "socket.receive.buffer.bytes": Prop(
+        0, _int(0, 100000000, means={0: -1}), ("receive.buffer.bytes",)
+    ),
+    # librdkafka's timeout does not grow per attempt: Java's first and largest are both it
+    "socket.connection.setup.timeout.ms": Prop(
+        30000,
+        _int(1000, _INT32_MAX),
+        ("socket.connection.setup.timeout.ms", "socket.connection.setup.timeout.max.ms"),
+    ),
+    # 0: never closed for idleness
+    "connections.max.idle.ms": Prop(
+        0, _int(0, _INT32_MAX, means={0: 2**62}), ("connections.max.idle.ms",)
+    ),
+    "reconnect.backoff.ms": Prop(100, _int(0, 3600000), ("reconnect.backoff.ms",)),
+    "reconnect.backoff.max.ms": Prop(10000, _int(0, 3600000), ("reconnect.backoff.max.ms",)),
+    "retry.backoff.ms": Prop(100, _int(1, 300000), ("retry.backoff.ms",)),
+    "retry.backoff.max.ms": Prop(1000, _int(1, 300000), ("retry.backoff.max.ms",)),
+    "retries": Prop(_INT32_MAX, _int(0, _INT32_MAX), ("retries",)),
+    "transactional.id": Prop(None, _optional_text, ("transactional.id",)),
+    "enable.idempotence": Prop(
+        Derived(lambda read: read["transactional.id"] is not None),
+        rd_bool,
+        ("enable.idempotence",),
+        _transactions_need_idempotence,
+    ),
+    "transaction.timeout.ms": Prop(60000, _int(1000, _INT32_MAX), ("transaction.timeout.ms",)),
+    "acks": Prop(-1, _int(-1, 1000, _ACKS_WORDS), ("acks",), _acks_and_idempotence),
+    "linger.ms": Prop(5, _float(0, 900000)),
+    "batch.size": Prop(1000000, _int(1, _INT32_MAX), ("batch.size",)),
+    "batch.num.messages": Prop(10000, _int(1, 1000000), ("batch_max_records",)),
+    "request.timeout.ms": Prop(30000, _int(1, 900000)),
+    "delivery.timeout.ms": Prop(300000, _int(0, _INT32_MAX), (), _timeouts),
+    "compression.type": Prop(
+        "none", _choice("none", "gzip", "snappy", "lz4", "zstd"), ("compression.type",)
+    ),
+    "compression.level": Prop(-1, _int(-1, 12), (), _compression_level),
+    "queue.buffering.max.messages": Prop(100000, _int(0, _INT32_MAX)),
+    "queue.buffering.max.kbytes": Prop(1048576, _int(1, _INT32_MAX)),
+    "partitioner": Prop("consistent_random", _choice(*PARTITIONERS)),
+    "sticky.partitioning.linger.ms": Prop(
+        Derived(lambda read: int(min(900000, 2 * read["linger.ms"]))), _int(0, 900000)
+    ),
+    "on_delivery": Prop(None, _optional_callable),
+    "delivery.report.only.error": Prop(False, _strict_bool),
+    "error_cb": Prop(None, _callback),
+    "stats_cb": Prop(None, _callback),
+    "statistics.interval.ms": Prop(0, _int(0, 86400000)),
+    "logger": Prop(None, _logger),
+    "log_level": Prop(6, _int(0, 7, means=_SYSLOG_TO_LOGGING)),
+}
+
+#: what the facade always sets: librdkafka produces a message without key and value, and the
+#: facade bounds what is queued (messages, bytes) as librdkafka does and raises BufferError, so
+#: the pool under it must never make produce() wait
+_ALWAYS = {"null_records": True, "buffer.memory": 2**62}
+
+#: properties that state what cproducer always does: accepted with that value only
+_FIXED: Tuple[Tuple[str, Any, Convert], ...] = (
+    ("api.version.request", True, rd_bool),
+    ("socket.nagle.disable", True, rd_bool),
+    ("queuing.strategy", "fifo", _choice("fifo", "lifo")),
+)
+
+
+def translate(config: Mapping[str, Any]) -> FacadeConfig:
+    values: Dict[str, Any] = {}
+    for raw_key, value in config.items():
+        if not isinstance(raw_key, str):
+            raise TypeError("expected configuration property name as type unicode string")
+        key = _ALIASES.get(raw_key, raw_key)
+        if key in values and values[key] != value:
+            raise _invalid(f'"{raw_key}" and another name for "{key}" are both set, differently')
+        values[key] = value
+
+    p: Dict[str, Any] = {}  # KafkaProducer's configuration, Java names
+    hooks: Dict[str, Any] = dict(_ALWAYS)
+    explicit = set(values)
+    read: Dict[str, Any] = {}
+    for name, prop in PROPERTIES.items():
+        default = prop.default.of(read) if isinstance(prop.default, Derived) else prop.default
+        read[name] = value = prop.convert(name, values.pop(name, default))
+        for key in prop.keys:
+            if value is not None:
+                p[key] = value
+        if prop.rule is not None:
+            prop.rule(read, explicit, p)
 
     _tls(values, p, hooks)
 
-    # properties that state what cproducer always does: accepted with that value only
-    for key, fixed, parse in (
-        ("api.version.request", True, rd_bool),
-        ("socket.nagle.disable", True, rd_bool),
-        ("queuing.strategy", "fifo", lambda n, v: rd_choice(n, v, ("fifo", "lifo"))),
-    ):
+    for key, fixed, parse in _FIXED:
         if key in values and parse(key, values.pop(key)) != fixed:
             raise _invalid(f"{key}: cproducer always works as {key}={str(fixed).lower()}")
 
@@ -468,18 +526,18 @@ def translate(config: Mapping[str, Any]) -> FacadeConfig:
     p.update(hooks)
     return FacadeConfig(
         producer=p,
-        partitioner=partitioner,
-        sticky_linger_ms=sticky,
-        max_messages=max_messages,
-        max_bytes=max_kbytes * 1024,
-        on_delivery=on_delivery,
-        dr_only_error=dr_only_error,
-        error_cb=error_cb,
-        stats_cb=stats_cb,
-        stats_interval_ms=stats_interval,
-        logger=logger,
-        log_level=_SYSLOG_TO_LOGGING[log_level],
-        transactional=transactional_id is not None,
+        partitioner=read["partitioner"],
+        sticky_linger_ms=read["sticky.partitioning.linger.ms"],
+        max_messages=read["queue.buffering.max.messages"],
+        max_bytes=read["queue.buffering.max.kbytes"] * 1024,
+        on_delivery=read["on_delivery"],
+        dr_only_error=read["delivery.report.only.error"],
+        error_cb=read["error_cb"],
+        stats_cb=read["stats_cb"],
+        stats_interval_ms=read["statistics.interval.ms"],
+        logger=read["logger"],
+        log_level=read["log_level"],
+        transactional=read["transactional.id"] is not None,
     )
 
 
