@@ -9,8 +9,9 @@ one bytes object); answers are matched to requests in order by correlation id. W
 channel's ``SaslClientAuthenticator`` answers each handshake step, and when the broker stated a
 session lifetime (KIP-368) the channel knows when re-authentication is due.
 
-The channel neither logs nor closes itself on a failure: its methods raise (``OSError``) or
-return the error (``CorruptResponseError``), and the NetworkClient disconnects with a reason.
+The channel neither logs nor closes itself on a failure: its methods raise the error
+(``OSError``, ``CorruptResponseError``) or return it, and the NetworkClient disconnects with a
+reason.
 """
 
 from __future__ import annotations
@@ -45,8 +46,8 @@ _SIZE = struct.Struct(">i")
 _IOV_MAX = 512
 #: the most a channel reads in one recv (and the size of the buffer plain sockets read into)
 RECV_CHUNK = 256 * 1024
-# correlation ids kept of requests that expect no answer: enough for the acks=0 Produce
-# requests a connection has out at a time
+# how many of the newest requests sent without expecting an answer are remembered (a stray
+# answer to one is dropped): a bound on what acks=0 keeps per connection
 _UNANSWERED_MAX = 1024
 
 

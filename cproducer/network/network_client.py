@@ -247,8 +247,8 @@ class NetworkClient:
         """ms until a connection attempt to ``node`` is allowed (Java's connectionDelay).
 
         Connecting or connected: "no limit", since the connection itself wakes the poll when it
-        completes, an answer arrives or the socket drains (a 0 here made the Sender spin while a
-        connection had its in-flight limit of requests out); connected and throttled (KIP-219):
+        completes, an answer arrives or the socket drains (a 0 would make the Sender spin while a
+        connection has its in-flight limit of requests out); connected and throttled (KIP-219):
         what is left of the throttle time, which no I/O announces the end of (Java's
         pollDelayMs). Disconnected: what is left of the reconnect backoff."""
         conn = self._conns.get(node.id)
@@ -749,7 +749,7 @@ class NetworkClient:
     def _shutdown_gracefully(self, max_wait_s: float = 2.0) -> None:
         """Half-close every idle connection and read until the peer closes: a socket closed with
         unread bytes in its receive buffer sends a reset, and a broker may then drop requests it
-        has not processed yet (seen with acks=0 answers from Tansu)."""
+        has not processed yet (Tansu answers acks=0 requests: such unread bytes)."""
         socks = []
         for conn in self._conns.values():
             if conn.state != READY or conn.in_flight or conn.send_queue:
