@@ -6,6 +6,8 @@ Import them from ``cproducer.errors``, which defines their bases and re-exports 
 
 from __future__ import annotations
 
+from typing import Dict, List, Type
+
 from cproducer.errors import (
     AuthenticationError,
     AuthorizationError,
@@ -1019,7 +1021,7 @@ DelegationTokenAuthorizationError = DelegationTokenAuthorizationFailedError
 GroupNotEmptyError = NonEmptyGroupError
 PrincipalDeserializationError = PrincipalDeserializationFailureError
 
-__all__ = [
+__all__: List[str] = [
     "UnknownError",
     "NoError",
     "OffsetOutOfRangeError",
@@ -1182,7 +1184,7 @@ __all__ = [
 ]
 
 #: the class of each code
-CLASS_BY_CODE = {
+CLASS_BY_CODE: Dict[int, Type[BrokerResponseError]] = {
     -1: UnknownError,
     0: NoError,
     1: OffsetOutOfRangeError,

@@ -579,7 +579,8 @@ def _by_code(names: List[Tuple[int, str]], public_module: str) -> List[str]:
     """The ``CLASS_BY_CODE`` table, and the classes moved to the module that makes them
     public (reprs, pickles and the documentation name that module, as users import them
     from there)."""
-    out = ["", "#: the class of each code", "CLASS_BY_CODE = {"]
+    out = ["", "#: the class of each code"]
+    out.append("CLASS_BY_CODE: Dict[int, Type[BrokerResponseError]] = {")
     out += [f"    {code}: {name}," for code, name in names]
     out += ["}", "", "for _cls in CLASS_BY_CODE.values():"]
     out.append(f'    _cls.__module__ = "{public_module}"')
@@ -592,6 +593,7 @@ def render_classes(hand_written: set) -> str:
     out = _module_head(
         "The broker error classes of ``cproducer.errors``, one per protocol error code.\n\n"
         "Import them from ``cproducer.errors``, which defines their bases and re-exports them.\n",
+        "from typing import Dict, List, Type\n\n"
         "from cproducer.errors import (\n"
         + "".join(f"    {base},\n" for base in sorted(set(", ".join(_BASES.values()).split(", "))))
         + ")",
@@ -613,7 +615,7 @@ def render_classes(hand_written: set) -> str:
     out += ["", "", "# the same classes under the Java client's names and earlier spellings"]
     out += alias_lines
     exported = [class_name(r) for r in TABLE] + [line.split(" = ")[0] for line in alias_lines]
-    out += ["", "__all__ = ["] + [f'    "{n}",' for n in exported] + ["]"]
+    out += ["", "__all__: List[str] = ["] + [f'    "{n}",' for n in exported] + ["]"]
     out += _by_code([(r.code, class_name(r)) for r in TABLE], "cproducer.errors")
     return "\n".join(out) + "\n"
 
@@ -624,6 +626,7 @@ def render_aio_classes() -> str:
         "aiokafka's broker error classes, one per protocol error code aiokafka knows.\n\n"
         "Import them from ``cproducer.aio.errors``, which defines their base and re-exports "
         "them.\n",
+        "from typing import Dict, List, Type\n\n"
         "from cproducer.aio.errors import BrokerResponseError",
     )
     names: List[Tuple[int, str]] = []
@@ -644,7 +647,7 @@ def render_aio_classes() -> str:
             alias_lines.append(f"{alias} = {name}")
             exported.append(alias)
     out += ["", "", "# aiokafka's second names of the same classes"] + alias_lines
-    out += ["", "__all__ = ["] + [f'    "{n}",' for n in exported] + ["]"]
+    out += ["", "__all__: List[str] = ["] + [f'    "{n}",' for n in exported] + ["]"]
     out += _by_code(names, "cproducer.aio.errors")
     return "\n".join(out) + "\n"
 

@@ -6,6 +6,8 @@ Import them from ``cproducer.aio.errors``, which defines their base and re-expor
 
 from __future__ import annotations
 
+from typing import Dict, List, Type
+
 from cproducer.aio.errors import BrokerResponseError
 
 
@@ -405,7 +407,7 @@ CoordinatorLoadInProgressError = GroupLoadInProgressError
 CoordinatorNotAvailableError = GroupCoordinatorNotAvailableError
 NotCoordinatorError = NotCoordinatorForGroupError
 
-__all__ = [
+__all__: List[str] = [
     "NoError",
     "UnknownError",
     "OffsetOutOfRangeError",
@@ -488,7 +490,7 @@ __all__ = [
 ]
 
 #: the class of each code
-CLASS_BY_CODE = {
+CLASS_BY_CODE: Dict[int, Type[BrokerResponseError]] = {
     0: NoError,
     -1: UnknownError,
     1: OffsetOutOfRangeError,

@@ -200,7 +200,6 @@ class BrokerResponseError(KafkaError):
 from cproducer.aio import _errors_generated  # noqa: E402
 from cproducer.aio._errors_generated import *  # noqa: E402, F403
 from cproducer.aio._errors_generated import (  # noqa: E402
-    InvalidProducerEpoch,
     InvalidTopicError,
     MessageSizeTooLargeError,
     UnknownError,
@@ -231,7 +230,9 @@ _CLIENT_ERRORS = (
     (engine_errors.ConfigError, KafkaConfigurationError),
 )
 # aiokafka reports a fenced producer as ProducerFenced, whichever code said so
-_FENCED_CODES = frozenset((engine_errors.ProducerFencedError.errno, InvalidProducerEpoch.errno))
+_FENCED_CODES = frozenset(
+    (engine_errors.ProducerFencedError.errno, engine_errors.InvalidProducerEpochError.errno)
+)
 
 
 def is_fenced(exc: Optional[BaseException]) -> bool:
