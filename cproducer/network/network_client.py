@@ -632,6 +632,7 @@ class NetworkClient:
         out, self._authentication_failures = self._authentication_failures, []
         return out
 
+    # ------------------------------------------------------------------ closing, completing
     def _disconnect(
         self,
         conn: KafkaChannel,
