@@ -63,8 +63,9 @@ def extract(page: Path) -> Iterator[Snippet]:
             j += 1
         prev = next((ln for ln in reversed(lines[:start]) if ln.strip()), "")
         mark = _MARK.match(prev.strip())
-        yield Snippet(page, start + 1, "\n".join(lines[start + 1 : j]) + "\n",
-                      mark.group(1) if mark else None)
+        yield Snippet(
+            page, start + 1, "\n".join(lines[start + 1 : j]) + "\n", mark.group(1) if mark else None
+        )
         i = j + 1
 
 
@@ -91,9 +92,7 @@ def doc_broker() -> Iterator[LocalBroker]:
 
 
 @pytest.mark.tansu
-@pytest.mark.parametrize(
-    "snippet", [s for s in SNIPPETS if not s.not_run], ids=lambda s: s.id
-)
+@pytest.mark.parametrize("snippet", [s for s in SNIPPETS if not s.not_run], ids=lambda s: s.id)
 def test_snippet_runs(snippet: Snippet, doc_broker: LocalBroker, tmp_path: Path) -> None:
     code = snippet.code.replace("localhost:9092", doc_broker.bootstrap_servers)
     script = tmp_path / "snippet.py"
