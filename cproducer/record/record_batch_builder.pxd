@@ -8,7 +8,12 @@
 # timestamp < -1.
 from libc.stdint cimport int16_t, int32_t, int64_t
 
-from cproducer.utils.byte_utils cimport varint_size
+# MAX_RECORD_OVERHEAD and NO_HEADERS_SIZE are cimported from here by the C send paths
+from cproducer.record.record_size cimport (
+    MAX_RECORD_OVERHEAD,
+    NO_HEADERS_SIZE,
+    record_size_upper_bound,
+)
 from cproducer.utils.memory_budget cimport MemoryBudget
 
 
@@ -30,8 +35,6 @@ cdef enum:
     RECORDS_OFFSET = 61
     MAGIC = 2
     TRANSACTIONAL_FLAG = 0x10
-    MAX_RECORD_OVERHEAD = 21  # length varint 5 + attributes 1 + timestamp varlong 10 + offset 5
-    NO_HEADERS_SIZE = 1  # a record without headers: the count varint 0
 
 
 # Java's AbstractRecords.estimateSizeInBytesUpperBound for magic 2, the one bound every append
@@ -40,10 +43,7 @@ cdef enum:
 # their count varint (NO_HEADERS_SIZE without headers); a length < 0 is a null key or value.
 cdef inline Py_ssize_t size_upper_bound(Py_ssize_t key_len, Py_ssize_t value_len,
                                         Py_ssize_t headers_size) noexcept:
-    cdef Py_ssize_t size = RECORDS_OFFSET + MAX_RECORD_OVERHEAD + headers_size
-    size += 1 if key_len < 0 else varint_size(<int32_t>key_len) + key_len
-    size += 1 if value_len < 0 else varint_size(<int32_t>value_len) + value_len
-    return size
+    return RECORDS_OFFSET + record_size_upper_bound(key_len, value_len, headers_size)
 
 
 cdef class RecordBatchBuilder:

@@ -1,8 +1,7 @@
 # cython: freethreading_compatible=True
 # Free-threaded Python: a builder is used by one thread at a time, under its partition deque's
-# native mutex (the accumulator's FastLock). The module's globals: a test hook, the lz4 functions
-# (looked up once, then only read), and the shared lz4 state with its ``compressible`` flag, used
-# only in GIL builds (CP_GIL_GUARDS_GLOBALS; a free-threaded build makes a state per call).
+# native mutex (the accumulator's FastLock). The module's globals: constants and a test hook (the
+# GIL release threshold); the shared lz4 state is lz4_frame's.
 """RecordBatchBuilder: Java's ``MemoryRecordsBuilder`` for RecordBatch v2 (magic 2).
 
 Wire schema (all integers big-endian; varints zigzag-encoded, as ``DefaultRecord`` writes them):
@@ -56,24 +55,30 @@ from cpython.bytearray cimport (
     PyByteArray_GET_SIZE,
     PyByteArray_Resize,
 )
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.mem cimport PyMem_Calloc, PyMem_Free, PyMem_Malloc
-from cpython.unicode cimport PyUnicode_AsUTF8AndSize
-from libc.stdint cimport int16_t, int32_t, int64_t, uint32_t, uint64_t, uintptr_t
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from libc.stdint cimport int16_t, int32_t, int64_t, uint32_t
 from libc.string cimport memcpy
 
+from cproducer.record.lz4_frame cimport (
+    LZ4_BLOCK_MAX,
+    LZ4_DIRECT_MIN,
+    lz4_blocks_bound,
+    lz4_compress_stage,
+    lz4_frame_header,
+    lz4_in_c,
+)
+from cproducer.record.record_args cimport check_epoch, check_timestamp, get_buffer, len_of
+from cproducer.record.record_size cimport (
+    MAX_RECORD_BODY,
+    delta_from,
+    headers_size,
+    record_body_size,
+    record_size,
+)
+from cproducer.record.record_writer cimport copy_bytes, write_headers, write_record_head
 from cproducer.utils.crc32c cimport cp_crc32c_init, crc32c_update
 from cproducer.utils.memory_budget cimport MemoryBudget
-from cproducer.utils.byte_utils cimport (
-    uvarint_size,
-    varint_size,
-    varlong_size,
-    write_be16,
-    write_be32,
-    write_be64,
-    write_varint,
-    write_varlong,
-)
+from cproducer.utils.byte_utils cimport write_be16, write_be32, write_be64, write_varint
 
 from cproducer.record import compression as _compression
 
@@ -81,427 +86,34 @@ cdef MemoryBudget _UNLIMITED = MemoryBudget()  # builders made outside a produce
 
 cp_crc32c_init()
 
-# Copies and CRCs of at least this many bytes release the GIL. Taking the GIL back while another
-# thread runs Python code waits up to a switch interval (5 ms), so releasing it around a copy
-# much shorter than that stalls the appending thread (measured with a busy second thread: 1 MiB
-# values 0.14 GB/s released vs 17.5 GB/s held; 64 MiB 4.8 vs 6.6 GB/s, the other thread 2.5x
-# faster). ~32 MiB is a few ms of copying or CRC: below it, holding the GIL costs others less
-# than the handoff costs us. Tunable through set_gil_release_threshold().
+# Copies and CRCs of at least this many bytes release the GIL: taking it back waits up to a switch
+# interval, which only a copy of a few ms (~32 MiB) outweighs. Tunable (set_gil_release_threshold).
 cdef Py_ssize_t _nogil_bytes = 32 << 20
-
-# a record's body length is an int32 varint, and so is every key/value/header length in it
-cdef Py_ssize_t MAX_RECORD_BODY = 0x7FFFFFFF - 5
 
 RECORD_BATCH_OVERHEAD = RECORDS_OFFSET
 COMPRESSION_RATE_ESTIMATION_FACTOR = 1.05
 cdef double _RATE_FACTOR = 1.05  # Java's COMPRESSION_RATE_ESTIMATION_FACTOR
-
-
-# ------------------------------------------------------------------ lz4 blocks in C
-#
-# Default-level lz4 (the fast compressor, Java's default) is compressed here, block by block,
-# through the lz4 library's LZ4_compress_fast_extState reached in the lz4 package's extension
-# (compression.lz4_block_compress_address), into the frame layout compression.py describes: no
-# Python call, no allocation per block, and the GIL held (a block of the stage is microseconds of
-# work; releasing the GIL for it would let the other thread take it for up to a switch interval).
-# With the GIL, one compressor state serves every builder (used only while the GIL is held), so
-# blocks after the first skip the state's reset (the _fastReset variant, when the library has it).
-# That variant still clears the state's 16 KiB hash table before every block of 4 KiB or more
-# (lz4's rule): for a 10 kB value of very compressible bytes the clearing cost half as much again
-# as the compression. Such blocks can go through LZ4_resetStream_fast and
-# LZ4_compress_fast_continue instead: the reset moves the state's offsets past every entry of the
-# table, so the block refers to nothing before it (independent, as Java's reader requires) and
-# the table is not touched. That path hashes 5 bytes into a table of 32-bit entries, where
-# _fastReset hashes 4 into one of 16-bit entries (twice as many), and neither wins everywhere
-# (measured on 10 kB, 16 KiB and 64 KiB blocks): on bytes lz4 halves or better it is as fast or
-# faster and as small or smaller (repetitive JSON 11-17% smaller), on bytes it hardly shrinks it
-# is no faster and larger (varied JSON at 0.7-0.8: 0.6-8.7% larger). So a large block takes it
-# only when the last large block shrank to half or less (_lz4_blocks' ``compressible``).
-# Where the function cannot be reached, or checks wrong once, the codec's StreamCompressor does it.
-
-cdef extern from *:
-    """
-    #ifdef Py_GIL_DISABLED
-    #define CP_GIL_GUARDS_GLOBALS 0
-    #else
-    #define CP_GIL_GUARDS_GLOBALS 1
-    #endif
-    """
-    bint CP_GIL_GUARDS_GLOBALS
-
-ctypedef int (*_lz4_compress_fn)(void* state, const char* src, char* dst, int src_size,
-                                 int dst_capacity, int acceleration) noexcept nogil
-
-cdef _lz4_compress_fn _lz4_block = NULL
-cdef _lz4_compress_fn _lz4_block_fast = NULL  # the _fastReset variant (NULL: not in the library)
-ctypedef void (*_lz4_reset_fn)(void* state) noexcept nogil
-cdef _lz4_reset_fn _lz4_gap_reset = NULL  # LZ4_resetStream_fast (NULL: absent, or checked wrong)
-cdef _lz4_compress_fn _lz4_continue = NULL  # LZ4_compress_fast_continue, after _lz4_gap_reset
-# blocks at least this long are compressed through _lz4_gap_reset + _lz4_continue (lz4's
-# _fastReset clears the whole table for them)
-cdef Py_ssize_t LZ4_GAP_RESET_MIN = 4096
-cdef bint _lz4_kept_compressible = True  # GIL builds: the shared state's last large block shrank
-cdef Py_ssize_t _lz4_state_size = 0
-cdef bint _lz4_looked_up = False
-cdef bytes _lz4_header = None
-cdef Py_ssize_t LZ4_BLOCK_MAX = _compression.LZ4_BLOCK_MAX
 cdef int CODEC_GZIP = _compression.CODEC_GZIP
-cdef void* _lz4_kept_state = NULL  # GIL builds: the shared state (used under the GIL only)
 cdef int CODEC_LZ4 = _compression.CODEC_LZ4
-# A value at least this large (in a record without headers) is compressed straight from the
-# caller's memory as blocks of its own, not copied into the stage first: the copy was a sixth of
-# the CPU of sending 10 kB values. The record's bytes before the value go out with the stage
-# (compressed with the records before them, or stored as they are when lz4 cannot shrink them),
-# so a record costs one more block header (4 bytes) and its bytes are compressed without the
-# records around them. Below this size the copy is cheaper than the extra lz4 call. A value
-# that half a stage, or half an lz4 block, could hold with others is still copied (see
-# _goes_direct): in a larger batch.size its bytes find matches in the records beside it,
-# as in Java's 64 KiB blocks.
-cdef Py_ssize_t LZ4_DIRECT_MIN = 8192
-# A block this short is stored as it is, without calling lz4: the head of a record whose value
-# is compressed on its own (a few dozen bytes of lengths, offsets and key) seldom shrinks, and
-# the call costs more than the bytes it could save.
-cdef Py_ssize_t LZ4_RAW_MAX = 64
-
-
-cdef Py_ssize_t _lz4_blocks(void* state, bint ready, const unsigned char* src, Py_ssize_t n,
-                            unsigned char* dst, bint* compressible) noexcept nogil:
-    # n bytes as blocks of at most 64 KiB, each stored as is when lz4 does not make it smaller;
-    # at most n + 4 per block written; the bytes written. ``ready``: the state was initialized
-    # by an earlier compression (no reset needed). ``compressible``: whether the last block of
-    # LZ4_GAP_RESET_MIN or more shrank to half or less (read, and updated by every such block)
-    cdef Py_ssize_t done = 0, chunk
-    cdef unsigned char* p = dst
-    cdef int c
-    cdef uint32_t size
-    cdef _lz4_compress_fn fn
-    while done < n:
-        chunk = min(n - done, LZ4_BLOCK_MAX)
-        if chunk <= LZ4_RAW_MAX:
-            c = 0  # too short to be worth an lz4 call: stored as it is
-        elif (ready and chunk >= LZ4_GAP_RESET_MIN and compressible[0]
-              and _lz4_continue != NULL):
-            _lz4_gap_reset(state)
-            c = _lz4_continue(state, <const char*>(src + done), <char*>(p + 4), <int>chunk,
-                              <int>chunk - 1, 1)
-        else:
-            fn = _lz4_block_fast if ready and _lz4_block_fast != NULL else _lz4_block
-            c = fn(state, <const char*>(src + done), <char*>(p + 4), <int>chunk, <int>chunk - 1,
-                   1)
-            ready = True
-        if chunk >= LZ4_GAP_RESET_MIN:
-            compressible[0] = 0 < c <= chunk // 2
-        if c > 0:
-            size = <uint32_t>c
-        else:
-            size = <uint32_t>chunk | 0x80000000u
-            memcpy(p + 4, src + done, chunk)
-            c = <int>chunk
-        p[0] = <unsigned char>size
-        p[1] = <unsigned char>(size >> 8)
-        p[2] = <unsigned char>(size >> 16)
-        p[3] = <unsigned char>(size >> 24)
-        p += 4 + c
-        done += chunk
-    return p - dst
-
-
-cdef Py_ssize_t _lz4_compress_stage(const unsigned char* src, Py_ssize_t n,
-                                    unsigned char* dst) except -1:
-    # the compressor state: with the GIL the shared one (the GIL held throughout), else one for
-    # this call (a batch between blocks holds no state, only its buffers). The shared one is
-    # zeroed when made, which is lz4's own initialization (LZ4_initStream is a memset to 0): a
-    # stage whose first blocks are stored without an lz4 call must not leave it uninitialized
-    # yet marked as ready, for the fast functions trust what they find in it.
-    global _lz4_kept_state
-    cdef void* state
-    cdef Py_ssize_t written
-    cdef bint compressible = True
-    if CP_GIL_GUARDS_GLOBALS and n < _nogil_bytes:
-        if _lz4_kept_state == NULL:
-            _lz4_kept_state = PyMem_Calloc(1, _lz4_state_size)
-            if _lz4_kept_state == NULL:
-                raise MemoryError()
-        return _lz4_blocks(_lz4_kept_state, True, src, n, dst, &_lz4_kept_compressible)
-    state = PyMem_Malloc(_lz4_state_size)
-    if state == NULL:
-        raise MemoryError()
-    if n >= _nogil_bytes:
-        with nogil:
-            written = _lz4_blocks(state, False, src, n, dst, &compressible)
-    else:
-        written = _lz4_blocks(state, False, src, n, dst, &compressible)
-    PyMem_Free(state)
-    return written
-
-
-cdef inline Py_ssize_t _lz4_blocks_bound(Py_ssize_t n) noexcept:
-    return n + 4 * ((n + LZ4_BLOCK_MAX - 1) // LZ4_BLOCK_MAX)
-
-
-cdef bint _lz4_in_c() except -1:
-    # the C path, looked up once (and checked against the library's own decoder)
-    global _lz4_block, _lz4_block_fast, _lz4_state_size, _lz4_looked_up, _lz4_header
-    global _lz4_gap_reset, _lz4_continue
-    cdef _lz4_compress_fn fn, fast, cont
-    cdef _lz4_reset_fn reset
-    cdef void* state
-    cdef bytes sample, out, again, linked
-    cdef Py_ssize_t n, m = 0, k = 0
-    if _lz4_looked_up:
-        return _lz4_block != NULL
-    _lz4_looked_up = True
-    address, fast_address, size = _compression.lz4_block_compress_address()
-    if not address or size <= 0:
-        return False
-    fn = <_lz4_compress_fn><uintptr_t>address
-    fast = <_lz4_compress_fn><uintptr_t>fast_address
-    reset_address, continue_address = _compression.lz4_gap_reset_addresses()
-    reset = <_lz4_reset_fn><uintptr_t>reset_address
-    cont = <_lz4_compress_fn><uintptr_t>continue_address
-    sample = b"the records of a batch, " * 100 + bytes(range(256))
-    state = PyMem_Malloc(size)
-    if state == NULL:
-        raise MemoryError()
-    out = PyBytes_FromStringAndSize(NULL, PyBytes_GET_SIZE(sample))
-    again = PyBytes_FromStringAndSize(NULL, PyBytes_GET_SIZE(sample))
-    linked = PyBytes_FromStringAndSize(NULL, PyBytes_GET_SIZE(sample))
-    try:
-        n = fn(state, PyBytes_AS_STRING(sample), PyBytes_AS_STRING(out),
-               <int>PyBytes_GET_SIZE(sample), <int>PyBytes_GET_SIZE(sample) - 1, 1)
-        if fast != NULL:  # the same block again on the now initialized state
-            m = fast(state, PyBytes_AS_STRING(sample), PyBytes_AS_STRING(again),
-                     <int>PyBytes_GET_SIZE(sample), <int>PyBytes_GET_SIZE(sample) - 1, 1)
-        if reset != NULL and cont != NULL:
-            # twice through the gap reset: the second block, whose bytes the table has just
-            # seen, must decode on its own, not against the first
-            for _ in range(2):
-                reset(state)
-                k = cont(state, PyBytes_AS_STRING(sample), PyBytes_AS_STRING(linked),
-                         <int>PyBytes_GET_SIZE(sample), <int>PyBytes_GET_SIZE(sample) - 1, 1)
-    finally:
-        PyMem_Free(state)
-    import lz4.block
-    if n <= 0 or lz4.block.decompress(out[:n], uncompressed_size=len(sample)) != sample:
-        return False
-    if fast != NULL and (m <= 0 or lz4.block.decompress(again[:m], uncompressed_size=len(sample))
-                         != sample):
-        fast = NULL
-    if cont != NULL and (k <= 0 or lz4.block.decompress(linked[:k], uncompressed_size=len(sample))
-                         != sample):
-        cont = NULL
-    _lz4_header = _compression.lz4_frame_header()
-    _lz4_state_size = size
-    _lz4_block_fast = fast
-    if cont != NULL:
-        _lz4_gap_reset = reset
-        _lz4_continue = cont
-    _lz4_block = fn
-    return True
-
-
-# ------------------------------------------------------------------ argument checks and sizes
-
-
-cdef Py_ssize_t _header_value_len(object hvalue, Py_ssize_t i) except -2:
-    """Length of a header value (-1 for None); TypeError naming headers[i][1] otherwise."""
-    cdef Py_buffer hv
-    cdef Py_ssize_t n
-    if hvalue is None:
-        return -1
-    if type(hvalue) is bytes:
-        return PyBytes_GET_SIZE(hvalue)
-    try:
-        PyObject_GetBuffer(hvalue, &hv, PyBUF_SIMPLE)
-    except (TypeError, BufferError) as exc:
-        raise TypeError(
-            f"headers[{i}][1] (value) must be bytes-like (a C-contiguous buffer) or None, "
-            f"got {type(hvalue).__name__}"
-            + ("" if isinstance(exc, TypeError) else f" ({exc})")
-        ) from None
-    n = hv.len
-    PyBuffer_Release(&hv)
-    return n
-
-
-cdef const char* _header_key_utf8(object hkey, Py_ssize_t i, Py_ssize_t* klen) except NULL:
-    if not isinstance(hkey, str):
-        raise TypeError(f"headers[{i}][0] (key) must be str, got {type(hkey).__name__}")
-    try:
-        return PyUnicode_AsUTF8AndSize(hkey, klen)
-    except UnicodeEncodeError as exc:
-        raise ValueError(f"headers[{i}][0] (key) cannot be encoded as UTF-8: {exc}") from None
-
-
-cdef Py_ssize_t _headers_size(object headers) except -1:
-    """Bytes the headers take (count varint included); checks every header."""
-    cdef Py_ssize_t size, klen, vlen, i = 0
-    if headers is None:
-        return 1
-    if not isinstance(headers, (list, tuple)):
-        raise TypeError(
-            f"headers must be a list or tuple of (str, bytes or None) pairs, or None, "
-            f"got {type(headers).__name__}"
-        )
-    size = uvarint_size(<uint64_t>len(headers) << 1)
-    for header in headers:
-        if not isinstance(header, (tuple, list)) or len(header) != 2:
-            raise TypeError(
-                f"headers[{i}] must be a (str, bytes or None) pair, got {header!r:.60}"
-            )
-        hkey, hvalue = header
-        _header_key_utf8(hkey, i, &klen)
-        size += varint_size(<int32_t>klen) + klen
-        vlen = _header_value_len(hvalue, i)
-        size += 1 if vlen < 0 else varint_size(<int32_t>vlen) + vlen
-        i += 1
-    return size
-
-
-cdef inline Py_ssize_t _body_size(int32_t offset_delta, int64_t timestamp_delta,
-                                  Py_ssize_t key_len, Py_ssize_t value_len,
-                                  Py_ssize_t headers_size) noexcept:
-    cdef Py_ssize_t size = 1 + varlong_size(timestamp_delta) + varint_size(offset_delta)
-    size += 1 if key_len < 0 else varint_size(<int32_t>key_len) + key_len
-    size += 1 if value_len < 0 else varint_size(<int32_t>value_len) + value_len
-    return size + headers_size
-
-
-cdef Py_ssize_t _len_of(object obj, str what) except -2:
-    """Length of a key/value (-1 for None); TypeError naming it otherwise."""
-    cdef Py_buffer b
-    cdef Py_ssize_t n
-    if obj is None:
-        return -1
-    if type(obj) is bytes:
-        return PyBytes_GET_SIZE(obj)
-    _get_buffer(obj, &b, what)
-    n = b.len
-    PyBuffer_Release(&b)
-    return n
-
-
-cdef int _get_buffer(object obj, Py_buffer* view, str what) except -1:
-    try:
-        PyObject_GetBuffer(obj, view, PyBUF_SIMPLE)
-    except TypeError:
-        raise TypeError(f"{what} must be bytes-like or None, got {type(obj).__name__}") from None
-    except BufferError as exc:
-        raise TypeError(
-            f"{what} must be bytes-like (a C-contiguous buffer) or None, got "
-            f"{type(obj).__name__} ({exc})"
-        ) from None
-    return 0
-
-
-cdef inline int64_t _delta(int64_t timestamp, int64_t base) noexcept:
-    # wraps like Java's long arithmetic (no C signed-overflow)
-    return <int64_t>(<uint64_t>timestamp - <uint64_t>base)
-
-
-cdef int _check_timestamp(int64_t timestamp) except -1:
-    if timestamp < 0 and timestamp != -1:
-        raise ValueError(
-            f"timestamp must be >= 0 (ms since the epoch) or -1 (none), got {timestamp}"
-        )
-    return 0
 
 
 def record_size_in_bytes(int offset_delta, long long timestamp_delta, key, value, headers=None):
     """Exact size of one record (length varint included), as ``DefaultRecord.sizeInBytes``."""
-    cdef Py_ssize_t body = _body_size(offset_delta, timestamp_delta, _len_of(key, "key"),
-                                      _len_of(value, "value"), _headers_size(headers))
-    return uvarint_size(<uint64_t>body << 1) + body
+    return record_size(record_body_size(offset_delta, timestamp_delta, len_of(key, "key"),
+                                        len_of(value, "value"), headers_size(headers)))
 
 
 def estimate_size_in_bytes_upper_bound(key, value, headers=None):
     """Java's ``AbstractRecords.estimateSizeInBytesUpperBound`` for magic 2: the batch overhead
     + ``DefaultRecord.recordSizeUpperBound`` (``size_upper_bound`` in the .pxd)."""
-    cdef Py_ssize_t klen = _len_of(key, "key"), vlen = _len_of(value, "value")
-    return size_upper_bound(klen, vlen, _headers_size(headers))
+    cdef Py_ssize_t klen = len_of(key, "key"), vlen = len_of(value, "value")
+    return size_upper_bound(klen, vlen, headers_size(headers))
 
 
 def headers_size_in_bytes(headers):
     """Bytes ``headers`` take in a record, their count varint included (checks every header:
     TypeError/ValueError naming the bad one)."""
-    return _headers_size(headers)
-
-
-# ------------------------------------------------------------------ writing
-
-
-cdef inline unsigned char* _copy(unsigned char* p, const void* src, Py_ssize_t n) noexcept:
-    if n >= _nogil_bytes:
-        with nogil:
-            memcpy(p, src, n)
-    else:
-        memcpy(p, src, n)
-    return p + n
-
-
-cdef inline unsigned char* _write_head(unsigned char* p, Py_ssize_t body, int64_t ts_delta,
-                                       int32_t offset_delta, const unsigned char* key,
-                                       Py_ssize_t key_len) noexcept:
-    # a record from its length to its key (key_len -1: null): length, attributes, timestamp
-    # delta, offset delta, key length, key; where the value's length goes
-    p = write_varint(p, <int32_t>body)
-    p[0] = 0  # record attributes
-    p = write_varlong(p + 1, ts_delta)
-    p = write_varint(p, offset_delta)
-    if key_len < 0:
-        return write_varint(p, -1)
-    return _copy(write_varint(p, <int32_t>key_len), key, key_len)
-
-
-cdef inline int _changed() except -1:
-    raise RuntimeError("headers changed while the record was being written")
-
-
-cdef unsigned char* _write_headers(unsigned char* p, unsigned char* end,
-                                   object headers) except NULL:
-    """Write checked headers into exactly ``end - p`` bytes (their size was computed first): if
-    another thread changed them meanwhile, RuntimeError and nothing written past ``end``."""
-    cdef Py_ssize_t klen, vlen, n, i = 0
-    cdef const char* kp
-    cdef Py_buffer hv
-    n = len(headers)
-    if end - p < varint_size(<int32_t>n):
-        _changed()
-    p = write_varint(p, <int32_t>n)
-    for hkey, hvalue in headers:
-        if i >= n:
-            _changed()
-        kp = _header_key_utf8(hkey, i, &klen)
-        if end - p < varint_size(<int32_t>klen) + klen:
-            _changed()
-        p = write_varint(p, <int32_t>klen)
-        memcpy(p, kp, klen)
-        p += klen
-        if hvalue is None:
-            if end - p < 1:
-                _changed()
-            p = write_varint(p, -1)
-        elif type(hvalue) is bytes:
-            vlen = PyBytes_GET_SIZE(hvalue)
-            if end - p < varint_size(<int32_t>vlen) + vlen:
-                _changed()
-            p = write_varint(p, <int32_t>vlen)
-            memcpy(p, PyBytes_AS_STRING(hvalue), vlen)
-            p += vlen
-        else:
-            PyObject_GetBuffer(hvalue, &hv, PyBUF_SIMPLE)
-            try:
-                if end - p < varint_size(<int32_t>hv.len) + hv.len:
-                    _changed()
-                p = write_varint(p, <int32_t>hv.len)
-                memcpy(p, hv.buf, hv.len)
-                p += hv.len
-            finally:
-                PyBuffer_Release(&hv)
-        i += 1
-    if p != end:
-        _changed()
-    return p
+    return headers_size(headers)
 
 
 cdef class RecordBatchBuilder:
@@ -528,7 +140,7 @@ cdef class RecordBatchBuilder:
                 + ", ".join(f"{int(c)} ({n})" for c, n in _compression.NAMES.items())
                 + f"; got {compression_type}"
             )
-        _check_epoch(producer_epoch)
+        check_epoch(producer_epoch)
         if not compression_ratio_estimate > 0.0:
             raise ValueError(
                 f"compression_ratio_estimate must be > 0, got {compression_ratio_estimate}"
@@ -600,7 +212,7 @@ cdef class RecordBatchBuilder:
             self._budget.release(capacity)
             raise
         dst = <unsigned char*>PyByteArray_AS_STRING(bigger)
-        _copy(dst, self._buf, staged)
+        copy_bytes(dst, self._buf, staged, _nogil_bytes)
         # the caller's buffer stays referenced by _holder (it goes back to the pool as usual);
         # an earlier private buffer is freed here, and its charge given back
         self._mv = memoryview(bigger)
@@ -650,14 +262,14 @@ cdef class RecordBatchBuilder:
             self._stream = _compression.stream_compressor(self._codec, self._level)
         if self._lz4_c:
             if self._zlen <= RECORDS_OFFSET:  # nothing compressed yet: the frame starts
-                head = PyBytes_GET_SIZE(_lz4_header)
-            if not self._zreserve(head + _lz4_blocks_bound(staged), may_refuse):
+                head = PyBytes_GET_SIZE(lz4_frame_header())
+            if not self._zreserve(head + lz4_blocks_bound(staged), may_refuse):
                 return False
             dst = <unsigned char*>PyByteArray_AS_STRING(self._zout) + self._zlen
             if head:
-                memcpy(dst, PyBytes_AS_STRING(_lz4_header), head)
-            self._zlen += head + _lz4_compress_stage(self._buf + RECORDS_OFFSET, staged,
-                                                     dst + head)
+                memcpy(dst, PyBytes_AS_STRING(lz4_frame_header()), head)
+            self._zlen += head + lz4_compress_stage(self._buf + RECORDS_OFFSET, staged,
+                                                    dst + head, staged >= _nogil_bytes)
         else:
             # a bound for what the codec makes of it, checked before it consumes the records
             # (snappy's worst case is the largest: 32 + n + n / 6 per chunk)
@@ -681,7 +293,7 @@ cdef class RecordBatchBuilder:
                 self._codec == CODEC_LZ4
                 and (self._level is None
                      or self._level == _compression.DEFAULT_LEVELS[self._codec])
-                and _lz4_in_c()
+                and lz4_in_c()
             )
         return self._lz4_c
 
@@ -712,21 +324,21 @@ cdef class RecordBatchBuilder:
                 self._appends_closed = True
                 return -1
         if self._zlen <= RECORDS_OFFSET:
-            frame = PyBytes_GET_SIZE(_lz4_header)
+            frame = PyBytes_GET_SIZE(lz4_frame_header())
         if not self._zreserve(
-            frame + _lz4_blocks_bound(self._pos - self._woff - RECORDS_OFFSET + head_len)
-            + _lz4_blocks_bound(value_len),
+            frame + lz4_blocks_bound(self._pos - self._woff - RECORDS_OFFSET + head_len)
+            + lz4_blocks_bound(value_len),
             offset_delta > 0,
         ):
             self._appends_closed = True
             return -1
-        p = _write_head(self._buf + (self._pos - self._woff), body, ts_delta, offset_delta, key,
-                        key_len)
+        p = write_record_head(self._buf + (self._pos - self._woff), body, ts_delta, offset_delta,
+                              key, key_len, _nogil_bytes)
         write_varint(p, <int32_t>value_len)
         self._pos += head_len
         self._flush_stage(False)  # its room is reserved: it writes and returns True
         dst = <unsigned char*>PyByteArray_AS_STRING(self._zout) + self._zlen
-        self._zlen += _lz4_compress_stage(value, value_len, dst)
+        self._zlen += lz4_compress_stage(value, value_len, dst, value_len >= _nogil_bytes)
         self._pos += value_len
         self._woff += value_len
         self._capacity += value_len
@@ -840,14 +452,14 @@ cdef class RecordBatchBuilder:
         if self._appends_closed:
             return -1
         if timestamp < -1:
-            _check_timestamp(timestamp)
+            check_timestamp(timestamp)
         if headers is not None:
-            hsize = _headers_size(headers)
-        ts_delta = 0 if offset_delta == 0 else _delta(timestamp, self._first_ts)
-        body = _body_size(offset_delta, ts_delta, key_len, value_len, hsize)
+            hsize = headers_size(headers)
+        ts_delta = 0 if offset_delta == 0 else delta_from(timestamp, self._first_ts)
+        body = record_body_size(offset_delta, ts_delta, key_len, value_len, hsize)
         if body > MAX_RECORD_BODY:
             raise ValueError(f"record too large: {body} bytes, a record is at most 2 GiB")
-        total = uvarint_size(<uint64_t>body << 1) + body
+        total = record_size(body)
         if offset_delta > 0:
             # Java's hasRoomFor: the new record counts uncompressed ("be conservative")
             if self._estimated(self._pos - RECORDS_OFFSET) + total > self._write_limit:
@@ -881,15 +493,16 @@ cdef class RecordBatchBuilder:
                 )
             p = self._buf + (self._pos - self._woff)
             end = p + total
-            p = _write_head(p, body, ts_delta, offset_delta, key, key_len)
+            p = write_record_head(p, body, ts_delta, offset_delta, key, key_len, _nogil_bytes)
             if value_len < 0:
                 p = write_varint(p, -1)
             else:
-                p = _copy(write_varint(p, <int32_t>value_len), value, value_len)
+                p = copy_bytes(write_varint(p, <int32_t>value_len), value, value_len,
+                               _nogil_bytes)
             if headers is None:
                 p[0] = 0
             else:
-                _write_headers(p, end, headers)
+                write_headers(p, end, headers)
             self._pos += total
         if offset_delta == 0:
             self._first_ts = timestamp
@@ -913,7 +526,7 @@ cdef class RecordBatchBuilder:
             kp = <const unsigned char*>PyBytes_AS_STRING(key)
             kl = PyBytes_GET_SIZE(key)
         elif key is not None:
-            _get_buffer(key, &kb, "key")
+            get_buffer(key, &kb, "key")
             kview = True
             kp = <const unsigned char*>kb.buf
             kl = kb.len
@@ -922,7 +535,7 @@ cdef class RecordBatchBuilder:
                 vp = <const unsigned char*>PyBytes_AS_STRING(value)
                 vl = PyBytes_GET_SIZE(value)
             elif value is not None:
-                _get_buffer(value, &vb, "value")
+                get_buffer(value, &vb, "value")
                 vview = True
                 vp = <const unsigned char*>vb.buf
                 vl = vb.len
@@ -936,14 +549,15 @@ cdef class RecordBatchBuilder:
     def has_room_for(self, long long timestamp, key, value, headers=None):
         """Java's ``hasRoomFor``: whether try_append would take this record now."""
         cdef Py_ssize_t body, total
-        cdef Py_ssize_t klen = _len_of(key, "key"), vlen = _len_of(value, "value")
-        cdef Py_ssize_t hsize = _headers_size(headers)
+        cdef Py_ssize_t klen = len_of(key, "key"), vlen = len_of(value, "value")
+        cdef Py_ssize_t hsize = headers_size(headers)
         if self._closed or self._appends_closed:
             return False
         if self._count == 0:
             return True
-        body = _body_size(self._count, _delta(timestamp, self._first_ts), klen, vlen, hsize)
-        total = uvarint_size(<uint64_t>body << 1) + body
+        body = record_body_size(self._count, delta_from(timestamp, self._first_ts), klen, vlen,
+                                hsize)
+        total = record_size(body)
         return (self._estimated(self._pos - RECORDS_OFFSET) + total <= self._write_limit
                 and (self._codec != 0 or self._pos + total <= self._capacity))
 
@@ -951,7 +565,7 @@ cdef class RecordBatchBuilder:
                            bint is_transactional):
         """Producer id/epoch/base sequence and the transactional flag. After close() the header
         fields and the CRC are rewritten in place (Java's reopenAndRewriteProducerState)."""
-        _check_epoch(producer_epoch)
+        check_epoch(producer_epoch)
         self._producer_id = producer_id
         self._producer_epoch = <int16_t>producer_epoch
         self._base_sequence = base_sequence
@@ -1017,8 +631,9 @@ cdef class RecordBatchBuilder:
             n = self._zlen - RECORDS_OFFSET
             holder = PyMemoryView_GET_BUFFER(self._holder_mv)
             if RECORDS_OFFSET + n <= holder.len:
-                _copy(<unsigned char*>holder.buf + RECORDS_OFFSET,
-                      <unsigned char*>PyByteArray_AS_STRING(self._zout) + RECORDS_OFFSET, n)
+                copy_bytes(<unsigned char*>holder.buf + RECORDS_OFFSET,
+                           <unsigned char*>PyByteArray_AS_STRING(self._zout) + RECORDS_OFFSET, n,
+                           _nogil_bytes)
                 self._zout = None
                 self._budget.release(self._zcharged)
                 self._zcharged = 0
@@ -1133,12 +748,6 @@ cdef class RecordBatchBuilder:
     @property
     def is_transactional(self):
         return self._transactional
-
-
-cdef int _check_epoch(int producer_epoch) except -1:
-    if producer_epoch < -32768 or producer_epoch > 32767:
-        raise ValueError(f"producer_epoch must fit in an int16, got {producer_epoch}")
-    return 0
 
 
 def set_gil_release_threshold(Py_ssize_t nbytes):
