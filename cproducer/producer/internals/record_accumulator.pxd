@@ -1,7 +1,8 @@
 # RecordAccumulator at C level, for the C fast paths of send and send_many.
 cimport cython
-from cproducer.producer.internals.built_in_partitioner cimport BuiltInPartitioner
 from cproducer.producer.internals.producer_batch cimport ProducerBatch
+# PartitionDeque and TopicInfo are cimported from here by send_many
+from cproducer.producer.internals.topic_info cimport PartitionDeque, TopicInfo
 from cproducer.record.record_batch_builder cimport RecordBatchBuilder
 from cproducer.utils.fast_lock cimport FastLock
 
@@ -13,24 +14,6 @@ cdef class RecordAppendResult:
     cdef readonly bint new_batch_created
     cdef readonly bint abort_for_new_batch
     cdef readonly int appended_bytes
-
-
-cdef class PartitionDeque:
-    cdef readonly object tp
-    cdef readonly object batches
-    cdef readonly FastLock lock
-
-
-cdef class TopicInfo:
-    cdef readonly str topic
-    cdef public double compression_ratio
-    cdef readonly dict deques
-    cdef readonly BuiltInPartitioner partitioner
-    cdef object lock
-
-    cdef list _by_partition
-
-    cdef PartitionDeque get_or_create(self, int partition)
 
 
 cdef class RecordAccumulator:
@@ -73,6 +56,7 @@ cdef class RecordAccumulator:
     cdef object _append_new_batch(self, PartitionDeque dq, long long timestamp, key, value,
                                   headers, callback, buffer, long long now)
     cdef list _drain_node(self, cluster, int node_id, int max_size, long long now)
+    cdef list _all_deques(self)
     cdef long long _backoff(self, int attempts)
     cdef void _update_compression_ratio(self, TopicInfo ti, double observed)
     cdef void _insert_in_sequence_order(self, PartitionDeque dq, ProducerBatch batch)

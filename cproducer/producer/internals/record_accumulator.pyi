@@ -1,10 +1,10 @@
 from typing import Any, Callable, Dict, List, Optional, Set
 
 from cproducer.cluster import TopicPartition
-from cproducer.producer.internals.built_in_partitioner import BuiltInPartitioner
 from cproducer.producer.internals.produce_request_result import FutureRecordMetadata, RecordMetadata
 from cproducer.producer.internals.producer_batch import ProducerBatch
-from cproducer.utils.fast_lock import FastLock
+from cproducer.producer.internals.topic_info import PartitionDeque as PartitionDeque
+from cproducer.producer.internals.topic_info import TopicInfo as TopicInfo
 
 BATCH_OVERHEAD_BYTES: int
 RETRY_BACKOFF_EXP_BASE: int
@@ -23,14 +23,6 @@ class RecordAppendResult:
     def abort_for_new_batch(self) -> bool: ...
     @property
     def appended_bytes(self) -> int: ...
-    def __init__(
-        self,
-        future: Optional[FutureRecordMetadata],
-        batch_is_full: bool,
-        new_batch_created: bool,
-        abort_for_new_batch: bool,
-        appended_bytes: int,
-    ) -> None: ...
 
 class ReadyCheckResult:
     ready_nodes: Set[int]
@@ -39,19 +31,6 @@ class ReadyCheckResult:
     def __init__(
         self, ready_nodes: Set[int], next_ready_check_delay_ms: int, unknown_leader_topics: Set[str]
     ) -> None: ...
-
-class PartitionDeque:
-    tp: TopicPartition
-    batches: Any  # collections.deque[ProducerBatch]
-    lock: FastLock
-    def __init__(self, tp: TopicPartition) -> None: ...
-
-class TopicInfo:
-    topic: str
-    compression_ratio: float
-    deques: Dict[int, PartitionDeque]
-    partitioner: BuiltInPartitioner
-    def __init__(self, topic: str, batch_size: int, random: Any) -> None: ...
 
 class RecordAccumulator:
     batch_size: int

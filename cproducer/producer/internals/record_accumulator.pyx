@@ -15,7 +15,6 @@ by the caller: the clock is injectable.
 import logging
 import threading
 import time
-from collections import deque
 
 import numpy as np
 
@@ -31,6 +30,7 @@ from cproducer.producer.internals.producer_batch cimport (STATE_IN_FLIGHT, Produ
                                                           close_for_record_appends)
 
 from cproducer.producer.internals.produce_request_result cimport ProduceRequestResult
+from cproducer.producer.internals.topic_info cimport all_batches_full, partition_changed
 from cproducer.record.record_batch_builder cimport (
     RECORDS_OFFSET,
     RecordBatchBuilder,
@@ -39,7 +39,7 @@ from cproducer.record.record_batch_builder cimport (
 from cproducer.utils.fast_lock cimport FastLock
 from cproducer.utils.memory_budget cimport MemoryBudget
 
-from cproducer.cluster import TopicPartition
+from cproducer.producer.internals import topic_info as _topic_info_module
 from cproducer.record import compression
 from cproducer.utils.backoff import ExponentialBackoff
 from cproducer.record.record_batch_builder import estimate_size_in_bytes_upper_bound
@@ -50,8 +50,12 @@ from cproducer.errors import (
 )
 log = logging.getLogger("cproducer.accumulator")
 
+# PartitionDeque and TopicInfo are topic_info's; still importable from here, where they were
+globals().update(PartitionDeque=_topic_info_module.PartitionDeque,
+                 TopicInfo=_topic_info_module.TopicInfo)
+
 # What a batch's Python objects take besides its buffer (the ProducerBatch, its builder, result,
-# lock, buffer views and lists: 1.05 KB measured with tracemalloc), charged to buffer.memory
+# lock, buffer views and lists), charged to buffer.memory
 BATCH_OVERHEAD_BYTES = 1024
 
 # Java's RETRY_BACKOFF_EXP_BASE and RETRY_BACKOFF_JITTER (CommonClientConfigs)
@@ -62,13 +66,7 @@ RETRY_BACKOFF_JITTER = 0.2
 @cython.no_gc
 @cython.freelist(8)
 cdef class RecordAppendResult:
-    def __init__(self, future, batch_is_full, new_batch_created, abort_for_new_batch,
-                 appended_bytes):
-        self.future = future
-        self.batch_is_full = batch_is_full
-        self.new_batch_created = new_batch_created
-        self.abort_for_new_batch = abort_for_new_batch
-        self.appended_bytes = appended_bytes
+    """Java's RecordAppendResult: what append() did with a record (made by _result only)."""
 
 
 cdef RecordAppendResult _result(object future, bint full, bint new_batch, bint abort,
@@ -91,76 +89,11 @@ class ReadyCheckResult:
         self.unknown_leader_topics = unknown_leader_topics
 
 
-cdef class PartitionDeque:
-    """The batches of one partition, oldest first, under their own lock."""
-
-    def __init__(self, tp):
-        self.tp = tp
-        self.batches = deque()
-        self.lock = FastLock()
-
-
-cdef class TopicInfo:
-    """Java's TopicInfo: a topic's partition deques and its built-in (sticky) partitioner."""
-
-    def __init__(self, str topic, int batch_size, random):
-        self.topic = topic
-        self.compression_ratio = 1.0  # Java's CompressionRatioEstimator, per topic
-        self.deques = {}
-        self.partitioner = BuiltInPartitioner(topic, batch_size, random)
-        self.lock = threading.Lock()
-        self._by_partition = []
-
-    cdef PartitionDeque get_or_create(self, int partition):
-        # Lock-free read of a list indexed by partition (replaced, never mutated in place, so a
-        # reader sees the old or the new list); the dict keeps Java's map for everything else.
-        cdef list by_partition = self._by_partition
-        cdef PartitionDeque dq
-        if 0 <= partition < len(by_partition):
-            dq = <PartitionDeque>by_partition[partition]
-            if dq is not None:
-                return dq
-        with self.lock:
-            dq = self.deques.get(partition)
-            if dq is None:
-                dq = PartitionDeque(TopicPartition(self.topic, partition))
-                self.deques[partition] = dq
-            if partition >= 0:
-                by_partition = list(self._by_partition)
-                if partition >= len(by_partition):
-                    by_partition.extend([None] * (partition + 1 - len(by_partition)))
-                by_partition[partition] = dq
-                self._by_partition = by_partition
-        return dq
-
-
 cdef bint leader_changed_since_sent(object cluster, ProducerBatch batch) except -1:
     # KIP-951 (Java's hasLeaderChangedForTheOngoingRetry): a batch waiting to be retried goes at
     # once when its partition has a newer leader than the one it was sent to, as when the
     # broker's answer named the new leader (only looked up for batches backing off)
     return cluster.leader_epoch_for(batch.topic_partition) > batch.leader_epoch
-
-
-cdef bint _all_batches_full(PartitionDeque dq):
-    # Java's allBatchesFull: the last batch is full (the others are, being older)
-    if not dq.batches:
-        return True
-    return (<ProducerBatch>dq.batches[-1]).builder.is_full_c()
-
-
-cdef bint _partition_changed(BuiltInPartitioner bp, StickyPartitionInfo info, PartitionDeque dq,
-                             cluster) except -1:
-    # Java's partitionChanged (call with dq.lock held): another thread switched the sticky
-    # partition, or a switch an incomplete batch held back (enable_switch False) is due now that
-    # the queue's batches are all full or gone (sent)
-    if info is None:
-        return False
-    if bp.is_partition_changed(info):
-        return True
-    if _all_batches_full(dq):
-        bp.update_partition_info(info, 0, cluster, True)
-        return bp.is_partition_changed(info)
-    return False
 
 
 cdef class RecordAccumulator:
@@ -310,7 +243,7 @@ cdef class RecordAccumulator:
                 dq = ti.get_or_create(effective)
                 dq.lock.acquire_c()
                 try:
-                    if _partition_changed(bp, info, dq, cluster):
+                    if partition_changed(bp, info, dq, cluster):
                         continue
                     result = self._try_append_dq(dq, timestamp, key, value, headers, callback,
                                                  now_ms)
@@ -318,7 +251,7 @@ cdef class RecordAccumulator:
                         if info is not None:
                             # a queue with an incomplete batch does not switch (Java)
                             bp.update_partition_info(info, result.appended_bytes, cluster,
-                                                     _all_batches_full(dq))
+                                                     all_batches_full(dq))
                         return result
                 finally:
                     dq.lock.release_c()
@@ -336,7 +269,7 @@ cdef class RecordAccumulator:
                     buffer = self.pool.allocate(size, max_time_to_block_ms)
                 dq.lock.acquire_c()
                 try:
-                    if _partition_changed(bp, info, dq, cluster):
+                    if partition_changed(bp, info, dq, cluster):
                         continue
                     result = self._append_new_batch(dq, timestamp, key, value, headers,
                                                     callback, buffer, now_ms)
@@ -344,7 +277,7 @@ cdef class RecordAccumulator:
                         buffer = None  # the batch owns it now
                     if info is not None:
                         bp.update_partition_info(info, result.appended_bytes, cluster,
-                                                 _all_batches_full(dq))
+                                                 all_batches_full(dq))
                     return result
                 finally:
                     dq.lock.release_c()
@@ -617,25 +550,31 @@ cdef class RecordAccumulator:
     def expired_batches(self, long long now_ms):
         """Java's expiredBatches: batches at the head of their deque that reached
         delivery_timeout_ms, removed from the deques (oldest first)."""
-        cdef TopicInfo ti
         cdef PartitionDeque dq
         cdef ProducerBatch batch
         expired = []
-        for ti in list(self.topic_infos.values()):
-            for dq in list(ti.deques.values()):
-                dq.lock.acquire_c()
-                try:
-                    while dq.batches:
-                        batch = dq.batches[0]
-                        if self.delivery_timeout_ms <= now_ms - batch.created_ms:
-                            dq.batches.popleft()
-                            close_for_record_appends(batch.builder)
-                            expired.append(batch)
-                        else:
-                            break
-                finally:
-                    dq.lock.release_c()
+        for dq in self._all_deques():
+            dq.lock.acquire_c()
+            try:
+                while dq.batches:
+                    batch = dq.batches[0]
+                    if self.delivery_timeout_ms <= now_ms - batch.created_ms:
+                        dq.batches.popleft()
+                        close_for_record_appends(batch.builder)
+                        expired.append(batch)
+                    else:
+                        break
+            finally:
+                dq.lock.release_c()
         return expired
+
+    cdef list _all_deques(self):
+        # every partition's deque, a snapshot: appends may add topics and partitions meanwhile
+        cdef TopicInfo ti
+        cdef list out = []
+        for ti in list(self.topic_infos.values()):
+            out.extend(list(ti.deques.values()))
+        return out
 
     cdef long long _backoff(self, int attempts):
         return self._jitter.backoff(attempts)
@@ -766,12 +705,10 @@ cdef class RecordAccumulator:
             self.flushes_in_progress -= 1
 
     def has_undrained(self):
-        cdef TopicInfo ti
         cdef PartitionDeque dq
-        for ti in list(self.topic_infos.values()):
-            for dq in list(ti.deques.values()):
-                if dq.batches:
-                    return True
+        for dq in self._all_deques():
+            if dq.batches:
+                return True
         return False
 
     def has_incomplete(self):
@@ -811,21 +748,19 @@ cdef class RecordAccumulator:
         numbers: the Sender fails them through the transaction manager). For an authentication
         failure, after which nothing queued can go out."""
         check_exception(exc, "exc")
-        cdef TopicInfo ti
         cdef PartitionDeque dq
         cdef ProducerBatch batch
         retried = []
         fresh = []
-        for ti in list(self.topic_infos.values()):
-            for dq in list(ti.deques.values()):
-                dq.lock.acquire_c()
-                try:
-                    for batch in dq.batches:
-                        close_for_record_appends(batch.builder)
-                        (retried if batch.attempts > 0 else fresh).append(batch)
-                    dq.batches.clear()
-                finally:
-                    dq.lock.release_c()
+        for dq in self._all_deques():
+            dq.lock.acquire_c()
+            try:
+                for batch in dq.batches:
+                    close_for_record_appends(batch.builder)
+                    (retried if batch.attempts > 0 else fresh).append(batch)
+                dq.batches.clear()
+            finally:
+                dq.lock.release_c()
         for batch in fresh:
             if batch.abort(exc):
                 self.deallocate(batch)
@@ -868,14 +803,8 @@ cdef class RecordAccumulator:
 
     # ---------------------------------------------------------- observability
     def partitions_with_batches(self):
-        cdef TopicInfo ti
         cdef PartitionDeque dq
-        out = []
-        for ti in list(self.topic_infos.values()):
-            for dq in list(ti.deques.values()):
-                if dq.batches:
-                    out.append(dq.tp)
-        return out
+        return [dq.tp for dq in self._all_deques() if dq.batches]
 
     def queue_size(self, tp):
         """Batches queued (not drained) for ``tp``."""
