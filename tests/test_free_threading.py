@@ -24,6 +24,7 @@ WITHOUT_GIL = {
     "cproducer/producer/internals/buffer_pool.pyx",  # its native mutex
     "cproducer/record/record_batch_builder.pyx",  # the partition deque's native mutex
     "cproducer/record/record_batch_reader.pyx",  # stateless, reads a builder held by its caller
+    "cproducer/record/lz4_frame.pyx",  # one shared lz4 state in GIL builds, one per call without
     "cproducer/utils/fast_lock.pyx",  # the native mutex itself
     "cproducer/compat/confluent/partitioners.pyx",  # stateless (its table is built at import)
     "cproducer/protocol/reader.pyx",  # no shared state: a Reader is used by one thread
