@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from cproducer._version import __version__
+from cproducer import __version__
 from cproducer.errors import BrokerResponseError
 
 

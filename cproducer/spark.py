@@ -87,12 +87,12 @@ def _producer_options(
     bootstrap_servers: Optional[str], producer_config: Dict[str, Any]
 ) -> Dict[str, Any]:
     """Keyword options and Spark-spelled ones (``kafka.linger.ms``) as Java config names."""
-    from cproducer.config import _ALIASES  # the one table of names
+    from cproducer.producer.engine import config_name
 
     out: Dict[str, Any] = {}
     for key, value in producer_config.items():
         name = key[len("kafka.") :] if key.startswith("kafka.") else key
-        java = _ALIASES.get(name)
+        java = config_name(name)
         if java is None:
             raise ConfigError(f"write_to_kafka: unknown producer option {key!r}")
         out[java] = value

@@ -24,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import random
-import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
@@ -41,17 +40,30 @@ from cproducer.aio.partitioner import DEFAULT_PARTITIONER
 from cproducer.aio.structs import OffsetAndMetadata, RecordMetadata, TopicPartition
 from cproducer.aio.token_provider import LoopTokenProvider
 from cproducer.config import ProducerConfig
-from cproducer.producer.internals.transaction_manager import (
-    ABORTABLE_ERROR,
-    FATAL_ERROR,
-    IN_TRANSACTION,
-)
+from cproducer.producer.internals.transaction_manager import ABORTABLE_ERROR, IN_TRANSACTION
 from cproducer.producer.internals.txn_request_handlers import fenced
 from cproducer.producer.kafka_producer import KafkaProducer
 from cproducer.utils.murmur2 import partition_for_key
 
 # a record at least this much under the batch size needs one pooled buffer at most
 _RECORD_OVERHEAD_BOUND = 1024
+
+
+class _EngineErrors:
+    """``with ENGINE_ERRORS:`` raises an engine error as aiokafka's (``errors.translate``), the
+    engine's as its cause; other exceptions pass unchanged."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if isinstance(exc, engine_errors.KafkaError):
+            raise errors.translate(exc) from exc
+
+
+ENGINE_ERRORS = _EngineErrors()
 
 
 class AIOKafkaProducer:
@@ -177,13 +189,14 @@ class AIOKafkaProducer:
             await self._loop.run_in_executor(None, engine.close)
             raise errors.ProducerClosed("the producer was stopped while it started")
         self._engine = engine
-        self._metadata = engine._metadata
-        self._pool = engine._pool
-        self._transaction_manager = engine._transaction_manager
-        self._engine_send = engine.send
+        parts = engine.engine
+        self._metadata = parts.metadata
+        self._pool = parts.pool
+        self._transaction_manager = parts.transaction_manager
+        self._engine_send = parts.send
         self._fast = AioFastSend(
             self._loop,
-            engine.send,
+            parts.send,
             self._send_slow,
             self._pool,
             self._metadata,
@@ -206,18 +219,8 @@ class AIOKafkaProducer:
         # in a worker thread: everything here may block
         engine = KafkaProducer(**self._config)
         try:
-            metadata = engine._metadata
-            deadline = time.monotonic() + self._request_timeout_ms / 1000.0
             try:
-                # a rebootstrap (KIP-899) also moves the version on, to the bootstrap view
-                # alone: wait for a broker's answer, as Java's waitOnMetadata loops
-                while metadata.fetch().is_bootstrap_configured:
-                    version = metadata.request_update()
-                    engine._sender.wakeup()
-                    remaining_ms = (deadline - time.monotonic()) * 1000.0
-                    if remaining_ms <= 0:
-                        raise engine_errors.KafkaTimeoutError("no metadata yet")
-                    metadata.await_update(version, remaining_ms)
+                engine.engine.await_cluster(self._request_timeout_ms / 1000.0)
             except engine_errors.KafkaTimeoutError:
                 raise errors.KafkaConnectionError(
                     f"Unable to bootstrap from {self._bootstrap_servers!r} within "
@@ -228,10 +231,8 @@ class AIOKafkaProducer:
                     f"Unable to bootstrap from {self._bootstrap_servers!r}: {exc}"
                 ) from exc
             if self._transactional:
-                try:
+                with ENGINE_ERRORS:
                     engine.init_transactions()
-                except engine_errors.KafkaError as exc:
-                    raise errors.translate(exc) from exc
         except BaseException:
             engine.close(0)
             raise
@@ -302,14 +303,13 @@ class AIOKafkaProducer:
             return state
         state = self._known_partitions(topic)
         if state is None:
-            try:
-                await self._loop.run_in_executor(None, engine.partitions_for, topic)
-            except engine_errors.KafkaTimeoutError:
-                raise errors.UnknownTopicOrPartitionError(
-                    f"topic {topic!r} not in the metadata after {self._request_timeout_ms} ms"
-                ) from None
-            except engine_errors.KafkaError as exc:
-                raise errors.translate(exc) from exc
+            with ENGINE_ERRORS:
+                try:
+                    await self._loop.run_in_executor(None, engine.partitions_for, topic)
+                except engine_errors.KafkaTimeoutError:
+                    raise errors.UnknownTopicOrPartitionError(
+                        f"topic {topic!r} not in the metadata after {self._request_timeout_ms} ms"
+                    ) from None
             state = self._known_partitions(topic)
             if state is None:  # pragma: no cover - the engine returned without the topic
                 raise errors.UnknownTopicOrPartitionError(topic)
@@ -343,19 +343,11 @@ class AIOKafkaProducer:
         transaction); ``MessageSizeTooLargeError`` (larger than ``max_request_size``);
         ``KafkaTimeoutError`` (no buffer space within ``request_timeout_ms``); ``TypeError``
         (a key/value that is not bytes); ``AssertionError`` (no key and no value, a partition
-        the topic does not have), as aiokafka does."""
-        return await self._send_slow(topic, value, key, partition, timestamp_ms, headers)
+        the topic does not have), as aiokafka does.
 
-    async def _send_slow(
-        self,
-        topic: str,
-        value: Any,
-        key: Any,
-        partition: Optional[int],
-        timestamp_ms: Optional[int],
-        headers: Any,
-    ) -> asyncio.Future:
-        """send() in Python: every case the C path (``fast_send.pyx``) hands over."""
+        Without serializers and with the default partitioner, the instance's ``send`` is the C
+        path (``AioFastSend.send``), which hands every case it does not take over to this
+        method, as ``_send_slow``."""
         if value is None and key is None:
             raise AssertionError("Need at least one: key or value")
         state = await self._partitions(topic)
@@ -377,18 +369,29 @@ class AIOKafkaProducer:
         if headers is not None and not headers:
             headers = None
         future, delivery = self._completions.new_record_delivery()
-        if self._may_block(key, value, headers):
-            await self._off_loop(
-                functools.partial(
-                    self._engine_send, topic, value, key, headers, partition, timestamp_ms, delivery
-                )
-            )
-        else:
-            try:
-                self._engine_send(topic, value, key, headers, partition, timestamp_ms, delivery)
-            except engine_errors.KafkaError as exc:
-                raise errors.translate(exc) from exc
+        await self._append(
+            self._may_block(key, value, headers),
+            self._engine_send,
+            topic,
+            value,
+            key,
+            headers,
+            partition,
+            timestamp_ms,
+            delivery,
+        )
         return future
+
+    # the Python path, under a name the instance's C `send` attribute does not shadow
+    _send_slow = send
+
+    async def _append(self, may_block: bool, append: Callable[..., Any], *args: Any) -> Any:
+        """``append(*args)`` into the engine: on the loop, or on the append thread when it
+        ``may_block`` (``_may_block``); engine errors raised as aiokafka's."""
+        if may_block:
+            return await self._off_loop(functools.partial(append, *args))
+        with ENGINE_ERRORS:
+            return append(*args)
 
     def _may_block(self, key: Any, value: Any, headers: Any) -> bool:
         """Whether the engine's append of this record might wait for buffer space: an upper
@@ -412,9 +415,8 @@ class AIOKafkaProducer:
             self._append_thread = ThreadPoolExecutor(1, thread_name_prefix="cproducer-aio-append")
         fast.off_loop += 1
         try:
-            return await self._loop.run_in_executor(self._append_thread, append)
-        except engine_errors.KafkaError as exc:
-            raise errors.translate(exc) from exc
+            with ENGINE_ERRORS:
+                return await self._loop.run_in_executor(self._append_thread, append)
         finally:
             fast.off_loop -= 1
 
@@ -456,24 +458,19 @@ class AIOKafkaProducer:
         future, delivery = self._completions.new_batch_delivery(
             functools.partial(_first_record_metadata, topic, partition, self._completions.acks)
         )
-        call = functools.partial(
+        may_block = self._may_block(None, None, None) or self._pool.available_memory < (
+            batch.size() + 2 * self._batch_size
+        )
+        batch_future = await self._append(
+            may_block,
             engine.send_many,
             topic,
             batch.values,
-            keys=batch.keys,
-            partition=partition,
-            headers=headers,
-            timestamps=timestamps,
+            batch.keys,
+            partition,
+            headers,
+            timestamps,
         )
-        if self._may_block(None, None, None) or self._pool.available_memory < (
-            batch.size() + 2 * self._batch_size
-        ):
-            batch_future = await self._off_loop(call)
-        else:
-            try:
-                batch_future = call()
-            except engine_errors.KafkaError as exc:
-                raise errors.translate(exc) from exc
         batch_future.add_callback(delivery)
         return future
 
@@ -496,23 +493,20 @@ class AIOKafkaProducer:
 
     async def _in_thread(self, fn: Callable[..., Any], *args: Any) -> None:
         self._fence_on_epoch_error()
-        try:
-            await self._loop.run_in_executor(None, fn, *args)
-        except engine_errors.TransactionAbortableError as exc:
-            self._fence_on_epoch_error()
-            # aiokafka raises the error that made the transaction abortable
-            cause = exc.__cause__ or getattr(self._transaction_manager, "last_error", None)
-            raise errors.translate(cause if cause is not None else exc) from exc
-        except engine_errors.KafkaError as exc:
-            raise errors.translate(exc) from exc
+        with ENGINE_ERRORS:
+            try:
+                await self._loop.run_in_executor(None, fn, *args)
+            except engine_errors.TransactionAbortableError as exc:
+                self._fence_on_epoch_error()
+                # aiokafka raises the error that made the transaction abortable
+                cause = exc.__cause__ or getattr(self._transaction_manager, "last_error", None)
+                raise errors.translate(cause if cause is not None else exc) from exc
 
     async def begin_transaction(self) -> None:
         engine = self._ensure_transactional()
         self._fence_on_epoch_error()
-        try:
+        with ENGINE_ERRORS:
             engine.begin_transaction()
-        except engine_errors.KafkaError as exc:
-            raise errors.translate(exc) from exc
 
     async def commit_transaction(self) -> None:
         """Send the transaction's records and commit it (raises the error of a record that
@@ -549,10 +543,10 @@ class AIOKafkaProducer:
         await self._in_thread(engine.send_offsets_to_transaction, _offsets(offsets), group_id)
 
     def _is_fatal_error(self) -> bool:
-        if self._engine is not None:
-            self._fence_on_epoch_error()
-        tm = self._transaction_manager if self._engine is not None else None
-        return tm is not None and tm.state == FATAL_ERROR
+        if self._engine is None:
+            return False
+        self._fence_on_epoch_error()
+        return self._engine.engine.is_fatal_error()
 
 
 class TransactionContext:

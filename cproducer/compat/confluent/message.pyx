@@ -304,7 +304,7 @@ def purge_in_flight(batches, error):
     cdef object fn
     for batch in batches:
         b = <ProducerBatch?>batch
-        if not b.builder._closed:
+        if not b.builder.is_closed:
             continue  # still in the queue
         for fn in list(b.thunks):
             if type(fn) is Message:

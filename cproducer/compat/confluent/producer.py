@@ -81,14 +81,15 @@ class Producer:
             raise KafkaException(
                 KafkaError(INVALID_ARG, f"Failed to create producer: {exc}")
             ) from None
+        self._engine = self._kp.engine
         self._reports = DeliveryReports()
         self._reports.only_errors = cfg.dr_only_error
         self._path = ProducePath(
-            self._kp.send,
-            self._kp._check_can_send,
-            self._kp._metadata,
-            self._kp._sender.wakeup,
-            self._kp._batch_time_ms,
+            self._engine.send,
+            self._engine.check_can_send,
+            self._engine.metadata,
+            self._engine.wakeup,
+            self._engine.batch_time_ms,
             self._reports,
             cfg.partitioner,
             cfg.sticky_linger_ms,
@@ -143,20 +144,6 @@ class Producer:
         ``headers``, ``callback``); returns how many were queued, the others get ``_error``."""
         return int(self._path.produce_batch(topic, messages, partition, callback, on_delivery))
 
-    def _wait_topic(self, topic: str, timeout_s: float) -> None:
-        """Wait up to ``timeout_s`` until ``topic``'s partitions are known."""
-        md = self._kp._metadata
-        deadline = time.monotonic() + timeout_s
-        md.add(topic, self._kp._batch_time_ms())
-        while md.fetch().partition_count_for_topic(topic) is None:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise errors.KafkaTimeoutError(f"topic {topic!r} not in the metadata")
-            version = md.request_update_for_topic(topic)
-            self._kp._sender.wakeup()
-            md.await_update(version, remaining * 1000.0)
-            md.maybe_throw_exception_for_topic(topic)
-
     # ------------------------------------------------------------------ events
     def poll(self, timeout: Optional[float] = -1) -> int:
         """Serve delivery reports and other callbacks; wait up to ``timeout`` s (-1: until one
@@ -200,10 +187,8 @@ class Producer:
         """Send everything now and serve the delivery reports until none is left or ``timeout``
         s passed; returns how many messages are still waiting for theirs."""
         self._check_open()
-        acc = self._kp._accumulator
-        acc.begin_flush()
+        self._engine.begin_flush()
         try:
-            self._kp._sender.wakeup()
             deadline = time.monotonic() + _timeout_s(timeout)
             while True:
                 self._serve()
@@ -214,7 +199,7 @@ class Producer:
                     return int(self._reports.count)
                 self._reports.wait(self._until_next_event(remaining))
         finally:
-            acc.await_flush_completion(0)  # ends this flush
+            self._engine.await_flush(0)  # ends this flush
 
     def __len__(self) -> int:
         """Messages produced whose delivery report was not served yet."""
@@ -228,48 +213,36 @@ class Producer:
         their reports come from the next poll()/flush(). An in-flight message's request still
         completes on the wire, its outcome is no longer reported."""
         self._check_open()
-        acc = self._kp._accumulator
         if in_queue:
             self._path.purge_waiting(KafkaError(PURGE_QUEUE))
-            acc.abort_undrained_batches(PurgedError(PURGE_QUEUE))
+            self._engine.abort_undrained_batches(PurgedError(PURGE_QUEUE))
         if in_flight:
-            purge_in_flight(acc.incomplete_batches(), KafkaError(PURGE_INFLIGHT))
+            purge_in_flight(self._engine.incomplete_batches(), KafkaError(PURGE_INFLIGHT))
 
     # ------------------------------------------------------------------ metadata
     def list_topics(self, topic: Optional[str] = None, timeout: Optional[float] = -1) -> Any:
         """``ClusterMetadata`` of one topic, or of every topic in the cluster."""
         self._check_open()
         limit = _timeout_s(timeout)
-        md = self._kp._metadata
         try:
             if topic is not None:
-                self._wait_topic(topic, limit)
+                self._engine.partition_count(topic, limit)
             else:
-                deadline = time.monotonic() + limit
-                answered = md.request_full_listing()
-                self._kp._sender.wakeup()
-                while True:
-                    version = md.version  # read before the check: no update slips between
-                    if md.listings > answered:
-                        break
-                    remaining = deadline - time.monotonic()
-                    if remaining <= 0:
-                        raise errors.KafkaTimeoutError("no metadata for every topic in time")
-                    md.await_update(version, remaining * 1000.0)
+                self._engine.await_full_listing(limit)
         except errors.KafkaTimeoutError as exc:
             raise KafkaException(
                 KafkaError(TIMED_OUT, f"Failed to get metadata: {exc}", retriable=True)
             ) from None
         except errors.KafkaError as exc:
             raise api_error(exc, "Failed to get metadata") from None
-        return cluster_metadata(self._kp._metadata.fetch(), topic)
+        return cluster_metadata(self._engine.metadata.fetch(), topic)
 
     def cluster_id(self, timeout: Optional[float] = -1) -> Optional[str]:
         self._check_open()
-        cluster = self._kp._metadata.fetch()
+        cluster = self._engine.metadata.fetch()
         if cluster.cluster_id is None:
             self.list_topics(None, timeout)
-            cluster = self._kp._metadata.fetch()
+            cluster = self._engine.metadata.fetch()
         return cluster.cluster_id  # type: ignore[no-any-return]
 
     # ------------------------------------------------------------------ transactions
@@ -325,7 +298,7 @@ class Producer:
     def _send_waiting(self, deadline: float) -> None:
         """Hand the messages waiting for their topic's metadata to ``send`` (or fail them, as
         ``drain`` does), waiting for metadata updates until ``deadline``."""
-        md = self._kp._metadata
+        md = self._engine.metadata
         while True:
             version = md.version  # read before the drain: no update slips between
             self._path.drain()
@@ -346,10 +319,9 @@ class Producer:
         for their topic's metadata) ``PURGE_QUEUE``."""
 
         def abort() -> None:
-            acc = self._kp._accumulator
-            if self._kp._transaction_manager.has_ongoing_transaction():
+            if self._engine.has_ongoing_transaction():
                 self._path.purge_waiting(KafkaError(PURGE_QUEUE))
-                purge_in_flight(acc.incomplete_batches(), KafkaError(PURGE_INFLIGHT))
+                purge_in_flight(self._engine.incomplete_batches(), KafkaError(PURGE_INFLIGHT))
             self._kp.abort_transaction(_timeout_s(timeout))
 
         self._txn("abort_transaction", abort)
@@ -409,10 +381,10 @@ class _Events:
         if self._logger is not None:
             self._handler = _ForwardingHandler(self._reports, self._logger, self._name)
             self._handler.setLevel(max(cfg.log_level, logging.WARNING))
-            self._handler.addFilter(_ThreadFilter(producer._kp._sender.thread))
+            self._handler.addFilter(_ThreadFilter(producer._engine.io_thread))
             logging.getLogger("cproducer").addHandler(self._handler)
         if self._error_cb is not None or self._logger is not None:
-            producer._kp._client.connection_listener = self.on_connection
+            producer._engine.set_connection_listener(self.on_connection)
 
     def on_connection(self, node_id: int, host: str, port: int, up: bool, reason: str) -> None:
         """From the I/O thread: a connection to a broker came up, or failed/was lost."""
@@ -422,7 +394,7 @@ class _Events:
                 self._down.discard(label)
                 return
             self._down.add(label)
-            nodes = self._producer._kp._metadata.fetch().nodes
+            nodes = self._producer._engine.metadata.fetch().nodes
             known = {f"{n.host}:{n.port}/{n.id}" for n in nodes} | self._down
             all_down = self._down >= known
         if self._logger is not None and self._log_level <= logging.ERROR:
