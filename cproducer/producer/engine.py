@@ -90,17 +90,21 @@ class ProducerEngine:
         """The Sender's thread (Java's ``ioThread``): completion callbacks run on it."""
         return self._parts.sender.thread
 
+    @property
+    def check_can_send(self) -> Callable[[], None]:
+        """``check_can_send()`` raises what ``send`` refuses before it looks at its arguments:
+        ``ProducerClosedError``, or the transaction manager's refusal outside a transaction
+        (Java's ``TransactionManager.failIfNotReadyForSend``). The producer's own method, so a
+        facade that keeps it calls it without a layer between."""
+        return self._producer._check_can_send
+
+    @property
+    def wakeup(self) -> Callable[[], None]:
+        """``wakeup()`` wakes the Sender (Java's ``Sender.wakeup``): new data, a flush, a
+        metadata request. The Sender's own method, kept by a facade as it is."""
+        return self._parts.sender.wakeup
+
     # ------------------------------------------------------------------ calls
-    def check_can_send(self) -> None:
-        """Raise what ``send`` refuses before it looks at its arguments: ``ProducerClosedError``,
-        or the transaction manager's refusal outside a transaction (Java's
-        ``TransactionManager.failIfNotReadyForSend``)."""
-        self._producer._check_can_send()
-
-    def wakeup(self) -> None:
-        """Wake the Sender (Java's ``Sender.wakeup``): new data, a flush, a metadata request."""
-        self._parts.sender.wakeup()
-
     def partition_count(self, topic: str, timeout_s: float) -> int:
         """Wait up to ``timeout_s`` until ``topic``'s partitions are known (Java's
         ``waitOnMetadata`` without ``max.block.ms``): the count, or ``KafkaTimeoutError``, or the
