@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import os
 import random as _random
 import selectors
 import socket
@@ -47,6 +48,7 @@ from cproducer.network.cluster_connection_states import (
     ClusterConnectionStates,
     ConnectionState,
 )
+from cproducer.network.connection_failures import ConnectionFailures
 from cproducer.network.host_resolver import HostResolver, default_host_resolver, takes_address
 from cproducer.network.kafka_channel import RECV_CHUNK, KafkaChannel
 from cproducer.network.metadata_updater import DefaultMetadataUpdater
@@ -185,6 +187,7 @@ class NetworkClient:
         self.waker = SelectorWakeup(self._wake_w)
         self._closed = False
         self.metadata_updater = DefaultMetadataUpdater(self, metadata) if metadata else None
+        self.connection_failures = ConnectionFailures()
         self.metrics = metrics if metrics is not None else NetworkMetrics(MetricConfig())
 
     # ------------------------------------------------------------------ connection state
@@ -289,7 +292,7 @@ class NetworkClient:
                     node.host, node.port, self.send_buffer_bytes, self.receive_buffer_bytes
                 )
         except OSError as exc:
-            log.info("cannot connect to node %s (%s:%s): %s", node.id, node.host, node.port, exc)
+            self.connection_failures.failed(node.id, node.host, node.port, str(exc), now_ms)
             self._connection_states.failed(node.id, now_ms)
             if self.metadata_updater is not None:
                 self.metadata_updater.handle_disconnection(node.id)
@@ -405,7 +408,7 @@ class NetworkClient:
                 if mask & selectors.EVENT_WRITE:
                     err = conn.connect_error()
                     if err:
-                        reason = f"connect failed: {errno.errorcode.get(err, err)}"
+                        reason = f"{os.strerror(err)} ({errno.errorcode.get(err, err)})"
                         self._disconnect(conn, now_ms, reason, errors.NetworkError(reason))
                         continue
                     self._connected(conn, now_ms)
@@ -446,7 +449,7 @@ class NetworkClient:
         for node in nodes:
             conn = self._conns.get(node.id)
             if conn is not None:
-                self._disconnect(conn, now_ms, reason, errors.NetworkError(reason))
+                self._disconnect(conn, now_ms, reason, errors.NetworkError(reason), requested=True)
 
     def _drain_wakeup(self) -> None:
         # Drain first, then clear: a wakeup() between the two is not lost, because the caller
@@ -588,6 +591,7 @@ class NetworkClient:
         conn.state = READY
         self._connection_states.ready(conn.node_id)
         log.debug("node %s ready", conn.node_id)
+        self.connection_failures.ready(conn.node_id, conn.host, conn.port)
         self._tell_listener(conn.node_id, conn.host, conn.port, True, "ready")
 
     # ------------------------------------------------------------------ SASL
@@ -640,6 +644,7 @@ class NetworkClient:
         reason: str,
         exc: Optional[BaseException],
         timed_out: bool = False,
+        requested: bool = False,
     ) -> None:
         if self._conns.get(conn.node_id) is not conn:
             return
@@ -648,10 +653,15 @@ class NetworkClient:
             if lost is not None:  # a bare-token exchange: closing is how the broker refuses
                 self._authentication_failed(conn, now_ms, lost)
                 return
-        level = logging.INFO if conn.state == READY else logging.DEBUG
-        if isinstance(exc, errors.CorruptResponseError):
-            level = logging.WARNING
-        log.log(level, "disconnecting from node %s: %s", conn.node_id, reason)
+        refused = isinstance(exc, errors.AuthenticationError)  # logged as that, at ERROR
+        if conn.state != READY and not requested and not refused:
+            # never ready: the user must act (a wrong address, a dead broker, not Kafka)
+            self.connection_failures.failed(conn.node_id, conn.host, conn.port, reason, now_ms)
+        else:
+            level = logging.INFO if conn.state == READY else logging.DEBUG
+            if isinstance(exc, errors.CorruptResponseError):
+                level = logging.WARNING
+            log.log(level, "disconnecting from node %s: %s", conn.node_id, reason)
         del self._conns[conn.node_id]
         self.metrics.connection_closed(now_ms)
         conn.close(self._selector)
@@ -742,7 +752,9 @@ class NetworkClient:
         conn = self._conns.get(node_id)
         if conn is not None:
             reason = "disconnected on request"
-            self._disconnect(conn, self.time_ms(), reason, errors.NetworkError(reason))
+            self._disconnect(
+                conn, self.time_ms(), reason, errors.NetworkError(reason), requested=True
+            )
             completed, self._completed = self._completed, []
             for resp in completed:
                 self._complete(resp)
