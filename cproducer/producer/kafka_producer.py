@@ -312,6 +312,8 @@ class KafkaProducer:
 
     # the Python path, under a name the instance's fast `send` attribute does not shadow
     _send_slow = send
+    # what send() does to a key or value, for the tests that check a serializer's effect
+    _serialize = staticmethod(serialize)
 
     def _check_can_send(self) -> None:
         """What send() and send_many() refuse before looking at their arguments."""
