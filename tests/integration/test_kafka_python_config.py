@@ -104,7 +104,7 @@ def _accepted(certs: Dict[str, str]) -> Dict[str, Accepted]:
         ),
         "reconnect_backoff_ms": Accepted(7, lambda p: p._client.reconnect_backoff_ms),
         "reconnect_backoff_max_ms": Accepted(
-            30000, lambda p: p._client._reconnect_backoff.max_interval
+            30000, lambda p: p._client._connection_states._reconnect_backoff.max_interval
         ),
         "max_in_flight_requests_per_connection": Accepted(1, lambda p: p._client.max_in_flight),
         "security_protocol": Accepted(

@@ -55,9 +55,10 @@ class Statistics:
         reports = p._reports
         metrics = kp.metrics()
         totals = metrics[PRODUCER_GROUP]
-        cluster = kp._metadata.fetch()
+        engine = kp.engine
+        cluster = engine.metadata.fetch()
         now = time.monotonic()
-        connected = set(kp._client._conns)
+        connected = engine.connected_node_ids()
         bootstrap = {(host, port) for host, port in kp.config["bootstrap.servers"]}
         brokers: Dict[str, Any] = {}
         for node in cluster.nodes:
@@ -78,8 +79,7 @@ class Statistics:
                 **_traffic(metrics.get(f"{NODE_GROUP}.node-{node.id}", {}), "txbytes", "rxbytes"),
                 "toppars": toppars,
             }
-        last_refresh = kp._metadata._last_refresh_ms  # the producer's monotonic ms
-        metadata_age_ms = max(0, kp._clock.monotonic_ms() - last_refresh) if last_refresh else -1
+        metadata_age_ms = engine.metadata_age_ms()
         topics: Dict[str, Any] = {}
         for topic in sorted(cluster.topics):
             partitions: Dict[str, Any] = {}
@@ -113,7 +113,7 @@ class Statistics:
             **_traffic(totals, "tx_bytes", "rx_bytes"),
             "txmsgs": int(totals["record-send-total"]),
         }
-        tm = kp._transaction_manager
+        tm = engine.transaction_manager
         if tm is not None and tm.has_producer_id():
             producer_id, epoch = tm.producer_id_and_epoch
             out["eos"] = {"producer_id": producer_id, "producer_epoch": epoch}
