@@ -19,7 +19,6 @@ from cproducer._version import __version__
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name loads on first use
     from cproducer.cluster import TopicPartition
-    from cproducer.localbroker import LocalBroker
     from cproducer.producer.internals.produce_request_result import (
         FutureRecordMetadata,
         RecordMetadata,
@@ -28,6 +27,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time each name load
     from cproducer.producer.kafka_producer import KafkaProducer
     from cproducer.producer.serializers import DefaultSerializer, JsonSerializer, Serializer
     from cproducer.structs import OffsetAndMetadata
+    from cproducer.tools.localbroker import LocalBroker
 
 _LAZY = {
     "KafkaProducer": ("cproducer.producer.kafka_producer", "KafkaProducer"),
@@ -37,7 +37,7 @@ _LAZY = {
         "FutureRecordMetadata",
     ),
     "TopicPartition": ("cproducer.cluster", "TopicPartition"),
-    "LocalBroker": ("cproducer.localbroker", "LocalBroker"),
+    "LocalBroker": ("cproducer.tools.localbroker", "LocalBroker"),
     "ConsumerGroupMetadata": (
         "cproducer.producer.internals.transaction_manager",
         "ConsumerGroupMetadata",
@@ -83,6 +83,7 @@ MOVED_MODULES = {
     "cproducer.batch_future": "cproducer.producer.batch_future",
     "cproducer.columns": "cproducer.producer.columns",
     "cproducer.compression": "cproducer.record.compression",
+    "cproducer.config": "cproducer.producer.config",
     "cproducer.interceptors": "cproducer.producer.interceptors",
     "cproducer.metadata": "cproducer.producer.internals.producer_metadata",
     "cproducer.partitioners": "cproducer.producer.partitioners",

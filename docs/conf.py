@@ -1,7 +1,7 @@
 """Sphinx configuration of the documentation site (``./dev.sh docs`` builds it, warnings are
 errors). The reference pages are generated from the code at build time by ``_ext/cproducer_docs``:
-the configuration table from ``cproducer.config``, the error tables from ``cproducer.errors``, the
-perf CLI's flags from its argument parser."""
+the configuration table from ``cproducer.producer.config``, the error tables from
+``cproducer.errors``, the perf CLI's flags from its argument parser."""
 
 from __future__ import annotations
 

@@ -20,7 +20,8 @@ from typing import Iterator, List
 
 import pytest
 
-from cproducer import config, errors
+from cproducer import errors
+from cproducer.producer import config
 
 SITE = Path(os.environ.get("CPRODUCER_DOCS_HTML", "build/docs/html")).resolve()
 

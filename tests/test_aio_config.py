@@ -14,7 +14,7 @@ import pytest
 
 from cproducer.aio import AIOKafkaProducer
 from cproducer.aio.partitioner import DEFAULT_PARTITIONER
-from cproducer.config import ProducerConfig
+from cproducer.producer.config import ProducerConfig
 
 PRODUCERS = pytest.mark.parametrize(
     "cls", [AIOKafkaProducer, aiokafka.AIOKafkaProducer], ids=["cproducer.aio", "aiokafka"]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from cproducer.config import ProducerConfig
 from cproducer.errors import ConfigError
+from cproducer.producer.config import ProducerConfig
 
 BOOT = {"bootstrap_servers": "localhost:9092"}
 

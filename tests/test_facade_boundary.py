@@ -1,7 +1,7 @@
 """The facades stay on the engine's declared interface.
 
-The aiokafka facade (``cproducer/aio``), the confluent-kafka one (``cproducer/compat``), the
-Spark writer and the perf tool drive ``KafkaProducer`` through its public API and
+The facades under ``cproducer/compat`` (aiokafka's, confluent-kafka's, kafka-python's), the
+Spark writer and the tools drive ``KafkaProducer`` through its public API and
 ``KafkaProducer.engine`` (``ProducerEngine``) only: none of them reads a private name of the
 engine or of the engine's objects, so the engine can change its insides without them.
 
@@ -31,16 +31,21 @@ PKG = ROOT / "cproducer"
 
 #: each facade: its files, which share their private names
 FACADES: Dict[str, List[Path]] = {
-    "aio": sorted((PKG / "aio").glob("*.py*")),
-    "compat": sorted(p for p in (PKG / "compat").rglob("*.py*") if p.suffix != ".pyc"),
+    **{
+        name: sorted(p for p in (PKG / "compat" / name).rglob("*.py*") if p.suffix != ".pyc")
+        for name in ("aiokafka", "confluent", "kafka_python")
+    },
+    "aio": sorted((PKG / "aio").glob("*.py*")),  # the short name of compat.aiokafka
     "spark": [PKG / "spark.py"],
-    "perf": [PKG / "perf.py"],
+    "tools": sorted((PKG / "tools").glob("*.py")),
 }
 OWN_PREFIX = {
-    "aio": "cproducer.aio",
-    "compat": "cproducer.compat",
+    "aiokafka": "cproducer.compat.aiokafka",
+    "confluent": "cproducer.compat.confluent",
+    "kafka_python": "cproducer.compat.kafka_python",
+    "aio": "cproducer.compat.aiokafka",
     "spark": "cproducer.spark",
-    "perf": "cproducer.perf",
+    "tools": "cproducer.tools",
 }
 
 #: files not moved onto the engine interface yet, with their count of violations: the count may
@@ -242,7 +247,7 @@ def test_no_facade_reads_the_engines_private_names() -> None:
         ("engine._metadata\n", 1),
         ("self._kp._sender.wakeup()\n", 1),
         ("import asyncio\nasyncio.coroutines._is_coroutine\n", 0),
-        ("from cproducer.config import _ALIASES\n", 1),
+        ("from cproducer.producer.config import _ALIASES\n", 1),
         ("from cproducer._version import __version__\n", 1),
         ("class A:\n  def _own(self): ...\ndef f(a): a._own()\n", 0),
         # a name KafkaProducer has too is the engine's, even when the facade mirrors it
@@ -253,7 +258,10 @@ def test_the_rule(tmp_path: Path, code: str, expected: int) -> None:
     path = tmp_path / "m.py"
     path.write_text(code)
     own = _defined_names_py(ast.parse(code))
-    assert len(_violations_py(path, own, _engine_private_names(), "cproducer.aio")) == expected
+    assert (
+        len(_violations_py(path, own, _engine_private_names(), "cproducer.compat.aiokafka"))
+        == expected
+    )
 
 
 @pytest.mark.parametrize(
@@ -269,4 +277,7 @@ def test_the_rule_for_cython(tmp_path: Path, code: str, expected: int) -> None:
     path = tmp_path / "m.pyx"
     path.write_text(code)
     own = _defined_names_pyx(_strip_pyx(code))
-    assert len(_violations_pyx(path, own, _engine_private_names(), "cproducer.aio")) == expected
+    assert (
+        len(_violations_pyx(path, own, _engine_private_names(), "cproducer.compat.aiokafka"))
+        == expected
+    )

@@ -18,9 +18,9 @@ from kafka.metrics import MetricConfig as PeerConfig
 from kafka.metrics.stats import Avg, Count, Max, Rate
 
 from cproducer.cluster import TopicPartition
-from cproducer.config import ProducerConfig
 from cproducer.errors import BufferExhaustedError, ConfigError
 from cproducer.network.network_metrics import NetworkMetrics
+from cproducer.producer.config import ProducerConfig
 from cproducer.producer.internals.buffer_pool import BufferPool
 from cproducer.producer.internals.producer_batch import ProducerBatch, produce_request_stats
 from cproducer.producer.internals.sender_metrics import SenderMetrics

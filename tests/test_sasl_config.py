@@ -9,7 +9,7 @@ from typing import Any, Dict
 import pytest
 
 from cproducer import errors
-from cproducer.config import ProducerConfig
+from cproducer.producer.config import ProducerConfig
 from cproducer.security.jaas import parse_jaas_config
 from cproducer.security.login import SaslLogin, sasl_login_from_config
 from cproducer.security.password import Password

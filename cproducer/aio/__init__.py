@@ -1,23 +1,28 @@
-"""aiokafka's producer API on the cproducer engine: ``from cproducer.aio import AIOKafkaProducer``.
+"""``cproducer.aio``: the short name of :mod:`cproducer.compat.aiokafka`, aiokafka's producer API
+on the cproducer engine (``from cproducer.aio import AIOKafkaProducer``).
 
-``cproducer.aio.errors`` has aiokafka's error classes (``from aiokafka.errors import ...`` becomes
-``from cproducer.aio.errors import ...``); ``RecordMetadata`` and ``TopicPartition`` are what
-aiokafka's ``aiokafka.structs`` names them.
+Every module of the facade is reachable under this name too (``cproducer.aio.errors`` is
+``cproducer.compat.aiokafka.errors``, the same module object).
 """
 
-from cproducer.aio import errors
-from cproducer.aio.batch_builder import BatchBuilder
-from cproducer.aio.partitioner import DefaultPartitioner
-from cproducer.aio.producer import AIOKafkaProducer, TransactionContext
-from cproducer.aio.structs import OffsetAndMetadata, RecordMetadata, TopicPartition
+import importlib
+import sys
 
-__all__ = [
-    "AIOKafkaProducer",
-    "BatchBuilder",
-    "DefaultPartitioner",
-    "OffsetAndMetadata",
-    "RecordMetadata",
-    "TopicPartition",
-    "TransactionContext",
+from cproducer.compat.aiokafka import *  # noqa: F403
+from cproducer.compat.aiokafka import __all__  # noqa: F401
+
+for _name in (
+    "_errors_generated",
+    "batch_builder",
+    "completions",
+    "config",
     "errors",
-]
+    "fast_send",
+    "partitioner",
+    "producer",
+    "structs",
+    "token_provider",
+):
+    sys.modules[f"{__name__}.{_name}"] = importlib.import_module(
+        f"cproducer.compat.aiokafka.{_name}"
+    )

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, List, Optional, Set
 
 from cproducer import errors
 from cproducer.cluster import Cluster
-from cproducer.config import ProducerConfig
+from cproducer.producer.config import ProducerConfig
 from cproducer.producer.internals.buffer_pool import BufferPool
 from cproducer.producer.internals.producer_metadata import ProducerMetadata
 from cproducer.producer.internals.transaction_manager import FATAL_ERROR, TransactionManager
@@ -32,7 +32,9 @@ if TYPE_CHECKING:  # pragma: no cover
 def config_name(name: str) -> Optional[str]:
     """The Java name of a configuration key spelled either way (``linger_ms`` or
     ``linger.ms``), or None for a key the producer does not know."""
-    from cproducer.config import _ALIASES  # the one table of names, owned by the config module
+    from cproducer.producer.config import (
+        _ALIASES,  # the one table of names, owned by the config module
+    )
 
     return _ALIASES.get(name)
 

@@ -18,9 +18,9 @@ import numpy as np
 
 from cproducer import errors
 from cproducer.cluster import Cluster
-from cproducer.config import ProducerConfig
 from cproducer.producer.batch_future import BatchFuture
 from cproducer.producer.columns import to_column
+from cproducer.producer.config import ProducerConfig
 from cproducer.producer.engine import ProducerEngine
 from cproducer.producer.fast_send import FastSend
 from cproducer.producer.interceptors import ProducerInterceptors, ProducerRecord

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, Optional
 
 from cproducer import errors
-from cproducer.config import ProducerConfig
 from cproducer.network.host_resolver import (
     USE_ALL_DNS_IPS,
     check_host_resolver,
@@ -23,6 +22,7 @@ from cproducer.network.host_resolver import bootstrap_addresses as resolve_boots
 from cproducer.network.network_client import NetworkClient, default_socket_factory
 from cproducer.network.network_metrics import NetworkMetrics
 from cproducer.network.tls import ssl_context_from_config, tls_socket_factory
+from cproducer.producer.config import ProducerConfig
 from cproducer.producer.internals.buffer_pool import BufferPool
 from cproducer.producer.internals.producer_metadata import ProducerMetadata
 from cproducer.producer.internals.record_accumulator import RecordAccumulator

@@ -1,8 +1,8 @@
 """Sphinx directives that generate the reference pages from the code at build time, so that they
 cannot drift from it:
 
-- ``config-reference``: every producer setting of ``cproducer.config`` (Java name, Python names,
-  default, meaning);
+- ``config-reference``: every producer setting of ``cproducer.producer.config`` (Java name,
+  Python names, default, meaning);
 - ``error-reference`` (``:kind: client`` or ``:kind: broker``): the classes of ``cproducer.errors``;
 - ``perf-cli-help``: ``cproducer-perf-test --help``;
 - ``peer-results``: the table of a ``benchmarks/compare_peers.py --json`` file.
@@ -99,10 +99,10 @@ def _default(value: Any) -> str:
 
 
 class ConfigReference(Directive):
-    """Every key of ``cproducer.config.CONFIG_DEFS``, in the table's order."""
+    """Every key of ``cproducer.producer.config.CONFIG_DEFS``, in the table's order."""
 
     def run(self) -> List[nodes.Node]:
-        from cproducer import config
+        from cproducer.producer import config
 
         python_names: Dict[str, List[str]] = {}
         for name, java in config._ALIASES.items():

@@ -24,8 +24,8 @@ from kafka.partitioner import DefaultPartitioner as KafkaPythonDefaultPartitione
 from kafka.serializer import JsonSerializer as KafkaPythonJsonSerializer
 
 from cproducer import KafkaProducer, errors
-from cproducer.config import REFUSED, ProducerConfig
 from cproducer.localbroker import free_port
+from cproducer.producer.config import REFUSED, ProducerConfig
 
 
 class Accepted(NamedTuple):

@@ -197,9 +197,9 @@ class BrokerResponseError(KafkaError):
 
 # aiokafka's class of each broker error code, generated from the table of the protocol's error
 # codes; the import stands here, after the base they derive from
-from cproducer.aio import _errors_generated  # noqa: E402
-from cproducer.aio._errors_generated import *  # noqa: E402, F403
-from cproducer.aio._errors_generated import (  # noqa: E402
+from cproducer.compat.aiokafka import _errors_generated  # noqa: E402
+from cproducer.compat.aiokafka._errors_generated import *  # noqa: E402, F403
+from cproducer.compat.aiokafka._errors_generated import (  # noqa: E402
     InvalidTopicError,
     MessageSizeTooLargeError,
     UnknownError,

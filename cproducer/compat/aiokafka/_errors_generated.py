@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Type
 
-from cproducer.aio.errors import BrokerResponseError
+from cproducer.compat.aiokafka.errors import BrokerResponseError
 
 
 class NoError(BrokerResponseError):

@@ -53,8 +53,8 @@ from cproducer.producer.internals.produce_request_result cimport (
     tuple_layout_type,
 )
 
-from cproducer.aio.errors import translate
-from cproducer.aio.structs import RecordMetadata
+from cproducer.compat.aiokafka.errors import translate
+from cproducer.compat.aiokafka.structs import RecordMetadata
 
 
 cdef extern from "Python.h":

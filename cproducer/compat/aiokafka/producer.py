@@ -31,15 +31,15 @@ from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 import numpy as np
 
 from cproducer import errors as engine_errors
-from cproducer.aio import errors
-from cproducer.aio.batch_builder import BatchBuilder
-from cproducer.aio.completions import LoopCompletions
-from cproducer.aio.config import MISSING, engine_config
-from cproducer.aio.fast_send import AioFastSend, TopicPartitions
-from cproducer.aio.partitioner import DEFAULT_PARTITIONER
-from cproducer.aio.structs import OffsetAndMetadata, RecordMetadata, TopicPartition
-from cproducer.aio.token_provider import LoopTokenProvider
-from cproducer.config import ProducerConfig
+from cproducer.compat.aiokafka import errors
+from cproducer.compat.aiokafka.batch_builder import BatchBuilder
+from cproducer.compat.aiokafka.completions import LoopCompletions
+from cproducer.compat.aiokafka.config import MISSING, engine_config
+from cproducer.compat.aiokafka.fast_send import AioFastSend, TopicPartitions
+from cproducer.compat.aiokafka.partitioner import DEFAULT_PARTITIONER
+from cproducer.compat.aiokafka.structs import OffsetAndMetadata, RecordMetadata, TopicPartition
+from cproducer.compat.aiokafka.token_provider import LoopTokenProvider
+from cproducer.producer.config import ProducerConfig
 from cproducer.producer.internals.transaction_manager import ABORTABLE_ERROR, IN_TRANSACTION
 from cproducer.producer.internals.txn_request_handlers import fenced
 from cproducer.producer.kafka_producer import KafkaProducer

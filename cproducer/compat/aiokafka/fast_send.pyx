@@ -32,14 +32,14 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.ref cimport PyObject, Py_INCREF, Py_DECREF
 from libc.stdint cimport uint64_t
 
-from cproducer.aio.completions cimport LoopCompletions, RecordDelivery
+from cproducer.compat.aiokafka.completions cimport LoopCompletions, RecordDelivery
 from cproducer.producer.fast_send cimport FastSend
 from cproducer.producer.internals.buffer_pool cimport BufferPool
 from cproducer.producer.internals.metadata_version cimport MetadataVersion
 from cproducer.utils.murmur2 cimport murmur2_partition
 
 from cproducer import errors as engine_errors
-from cproducer.aio.errors import translate
+from cproducer.compat.aiokafka.errors import translate
 from cproducer.producer.internals.transaction_manager import IN_TRANSACTION
 
 

@@ -1,0 +1,325 @@
+"""cproducer-perf-test: Kafka's ``kafka-producer-perf-test.sh`` for cproducer.
+
+Same flags and output lines as the Java tool (``ProducerPerformance``), plus ``--bootstrap-server``,
+``--api send|send_many`` and ``--partitions``. Without ``--bootstrap-server`` it starts an embedded
+:class:`~cproducer.tools.localbroker.LocalBroker` for the run and stops it at the end.
+
+    python -m cproducer.perf --topic perf --num-records 1000000 --record-size 100 --throughput -1
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import threading
+import time
+from typing import Any, Dict, List, Optional, Sequence
+
+import numpy as np
+
+from cproducer import __version__
+from cproducer.errors import BrokerResponseError
+
+
+class Stats:
+    """Java's ProducerPerformance.Stats: a window line every 5 s, the final line at the end.
+
+    A completion callback only appends the record's latency (a list append: the callbacks run in
+    the producer's I/O thread, and a slow one would slow the producer down); a reporter thread
+    prints the window lines from the list, and the percentiles come from it at the end.
+    """
+
+    def __init__(self, avg_record_size: float, reporting_interval_ms: int = 5000) -> None:
+        self.start = time.monotonic()
+        self.avg_record_size = avg_record_size
+        self.latencies: List[int] = []
+        self.record = self.latencies.append  # the per-record hot path
+        self.errors = 0
+        self.first_error: Optional[BaseException] = None
+        self._lock = threading.Lock()
+        self.interval = reporting_interval_ms / 1000.0
+        self._stop = threading.Event()
+        self._reporter = threading.Thread(target=self._report, name="perf-stats", daemon=True)
+        self._reporter.start()
+
+    def failed(self, exc: BaseException) -> None:
+        with self._lock:
+            self.errors += 1
+            if self.first_error is None:
+                self.first_error = exc
+
+    def record_many(self, latency_ms: int, count: int) -> None:
+        self.latencies.extend([latency_ms] * count)
+
+    def _report(self) -> None:
+        last_index, last_time = 0, self.start
+        while not self._stop.wait(self.interval):
+            now, index = time.monotonic(), len(self.latencies)
+            window = self.latencies[last_index:index]
+            elapsed = max(now - last_time, 1e-9)
+            if window:
+                n = len(window)
+                print(
+                    f"{n} records sent, {n / elapsed:.1f} records/sec "
+                    f"({n * self.avg_record_size / elapsed / 1024 / 1024:.2f} MB/sec), "
+                    f"{sum(window) / n:.1f} ms avg latency, {float(max(window)):.1f} ms max "
+                    "latency.",
+                    flush=True,
+                )
+            last_index, last_time = index, now
+
+    def summary(self) -> Dict[str, float]:
+        self._stop.set()
+        elapsed = max(time.monotonic() - self.start, 1e-9)
+        lat = np.asarray(self.latencies, dtype=np.int64)
+        count = len(lat)
+        srt = np.sort(lat) if count else np.zeros(1, np.int64)
+
+        def pct(p: float) -> int:
+            return int(srt[min(int(p * len(srt)), len(srt) - 1)])
+
+        return {
+            "records": count,
+            "records_per_sec": count / elapsed,
+            "mb_per_sec": count * self.avg_record_size / elapsed / 1024 / 1024,
+            "avg_latency_ms": float(lat.mean()) if count else 0.0,
+            "max_latency_ms": float(lat.max()) if count else 0.0,
+            "p50": pct(0.5),
+            "p95": pct(0.95),
+            "p99": pct(0.99),
+            "p999": pct(0.999),
+            "elapsed_s": elapsed,
+        }
+
+    def print_total(self) -> Dict[str, float]:
+        s = self.summary()
+        print(
+            f"{int(s['records'])} records sent, {s['records_per_sec']:f} records/sec "
+            f"({s['mb_per_sec']:.2f} MB/sec), {s['avg_latency_ms']:.2f} ms avg latency, "
+            f"{s['max_latency_ms']:.2f} ms max latency, {s['p50']} ms 50th, {s['p95']} ms 95th, "
+            f"{s['p99']} ms 99th, {s['p999']} ms 99.9th.",
+            flush=True,
+        )
+        if self.errors:
+            first = self.first_error
+            # a broker error's str already names its class and code
+            named = (
+                first
+                if isinstance(first, BrokerResponseError)
+                else f"{type(first).__name__}: {first}"
+            )
+            print(f"{self.errors} records failed; the first: {named}", flush=True)
+        s["errors"] = self.errors
+        return s
+
+
+class ThroughputThrottler:
+    """Java's ThroughputThrottler: sleep so that at most ``target`` records/s go out."""
+
+    def __init__(self, target_per_sec: float, start: float) -> None:
+        self.target = target_per_sec
+        self.start = start
+
+    def throttle(self, sent: int) -> None:
+        if self.target <= 0:
+            return
+        ahead = sent / self.target - (time.monotonic() - self.start)
+        if ahead > 0.001:
+            time.sleep(ahead)
+
+
+def _parse_props(items: Sequence[str]) -> Dict[str, str]:
+    out: Dict[str, str] = {}
+    for item in items:
+        if "=" not in item:
+            raise SystemExit(f"--producer-props: expected key=value, got {item!r}")
+        k, v = item.split("=", 1)
+        out[k.strip()] = v.strip()
+    return out
+
+
+def _read_properties(path: str) -> Dict[str, str]:
+    out: Dict[str, str] = {}
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            line = line.strip()
+            if not line or line.startswith(("#", "!")):
+                continue
+            sep = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
+            if sep < 0:
+                raise SystemExit(f"--producer.config: cannot parse line {line!r}")
+            out[line[:sep].strip()] = line[sep + 1 :].strip()
+    return out
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="cproducer-perf-test",
+        description="Producer performance test (the flags of kafka-producer-perf-test.sh).",
+    )
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    p.add_argument("--topic", default="perf-test", help="topic to produce to")
+    p.add_argument("--num-records", type=int, default=1_000_000)
+    size = p.add_mutually_exclusive_group()
+    size.add_argument("--record-size", type=int, help="bytes per record (random A-Z payload)")
+    size.add_argument("--payload-file", help="file of payloads, split by --payload-delimiter")
+    p.add_argument("--payload-delimiter", default="\\n")
+    p.add_argument("--throughput", type=float, default=-1, help="records/s cap; -1 = unthrottled")
+    p.add_argument("--producer-props", nargs="*", default=[], metavar="KEY=VALUE")
+    p.add_argument("--producer.config", dest="producer_config", help="properties file")
+    p.add_argument("--print-metrics", action="store_true")
+    p.add_argument("--bootstrap-server", help="default: start an embedded local broker")
+    p.add_argument("--api", choices=("send", "send_many"), default="send")
+    p.add_argument("--partitions", type=int, default=6, help="partitions if the topic is new")
+    p.add_argument(
+        "--chunk-size",
+        type=int,
+        default=10_000,
+        help="records per send_many call (--api send_many)",
+    )
+    return p
+
+
+def _payloads(args: argparse.Namespace) -> List[bytes]:
+    if args.payload_file:
+        delim = args.payload_delimiter.encode().decode("unicode_escape").encode()
+        with open(args.payload_file, "rb") as fh:
+            items = [x for x in fh.read().split(delim) if x]
+        if not items:
+            raise SystemExit(f"--payload-file {args.payload_file}: no payloads")
+        return items
+    size = args.record_size if args.record_size is not None else 100
+    rnd = random.Random(0)
+    return [bytes(rnd.randrange(65, 91) for _ in range(size))]
+
+
+def run(args: argparse.Namespace) -> Dict[str, float]:
+    from cproducer import KafkaProducer
+    from cproducer.tools.localbroker import LocalBroker
+
+    props: Dict[str, Any] = {}
+    if args.producer_config:
+        props.update(_read_properties(args.producer_config))
+    props.update(_parse_props(args.producer_props))
+    broker: Optional[LocalBroker] = None
+    bootstrap = args.bootstrap_server or props.get("bootstrap.servers")
+    if not bootstrap:
+        broker = LocalBroker()
+        broker.start()
+        bootstrap = broker.bootstrap_servers
+        print(f"No --bootstrap-server given: started an embedded local broker at {bootstrap}.")
+    props["bootstrap.servers"] = bootstrap
+    try:
+        if broker is not None:
+            broker.create_topic(args.topic, args.partitions)
+        else:
+            _ensure_topic(bootstrap, args.topic, args.partitions)
+        payloads = _payloads(args)
+        producer = KafkaProducer(props)
+        try:
+            stats = Stats(sum(len(p) for p in payloads) / len(payloads))
+            if args.api == "send":
+                _run_send(producer, args, payloads, stats)
+            else:
+                _run_send_many(producer, args, payloads, stats)
+            producer.flush()
+            summary = stats.print_total()
+            if args.print_metrics:
+                _print_metrics(producer.metrics(), producer.client_id)
+        finally:
+            producer.close()
+        return summary
+    finally:
+        if broker is not None:
+            broker.stop()
+
+
+def _print_metrics(groups: Dict[str, Dict[str, float]], client_id: str) -> None:
+    """Java's ``--print-metrics`` table: ``group:name:{tags}`` padded, then the value with three
+    decimals. metrics() names a node's or a topic's group ``<group>.<node or topic>``: that
+    part goes back into the tags, where Java keeps it."""
+    rows = []
+    for group, metrics in groups.items():
+        base, _, tag = group.partition(".")
+        if base == "kafka-metrics-count":
+            tags = "{}"
+        elif tag:
+            key = "node-id" if base.endswith("node-metrics") else "topic"
+            tags = f"{{client-id={client_id}, {key}={tag}}}"
+        else:
+            tags = f"{{client-id={client_id}}}"
+        for name, value in metrics.items():
+            rows.append((f"{base}:{name}:{tags}", value))
+    width = max((len(label) for label, _ in rows), default=0)
+    for label, value in sorted(rows):
+        print(f"{label:<{width}} : {value:.3f}")
+
+
+def _ensure_topic(bootstrap: str, topic: str, partitions: int) -> None:
+    from cproducer.tools.localbroker import create_topic
+
+    create_topic(bootstrap, topic, partitions)
+
+
+def _run_send(producer: Any, args: argparse.Namespace, payloads: List[bytes], stats: Stats) -> None:
+    topic = args.topic
+    n = args.num_records
+    throttler = ThroughputThrottler(args.throughput, time.monotonic())
+    npay = len(payloads)
+    send = producer.send
+    record = stats.record
+    failed = stats.failed
+    wall = time.time
+    throttled = args.throughput > 0
+
+    # One callback for every record: a closure per record (Java's PerfCallback) would keep ~300k
+    # function objects alive for the cyclic GC to walk again and again (it took 70% of this
+    # thread). The latency runs from the record's timestamp, which send() takes from the same
+    # wall clock (CreateTime topics; with LogAppendTime it would start at the broker's append).
+    def on_completion(md: Any, exc: Any) -> None:
+        if exc is None:
+            record(int(wall() * 1000) - md.timestamp)
+        else:
+            failed(exc)
+
+    for i in range(n):
+        send(topic, payloads[i % npay], callback=on_completion)
+        if throttled:
+            throttler.throttle(i + 1)
+
+
+def _run_send_many(
+    producer: Any, args: argparse.Namespace, payloads: List[bytes], stats: Stats
+) -> None:
+    topic = args.topic
+    n = args.num_records
+    chunk = max(1, args.chunk_size)
+    throttler = ThroughputThrottler(args.throughput, time.monotonic())
+    values_all = [payloads[i % len(payloads)] for i in range(min(n, chunk))]
+    sent = 0
+    while sent < n:
+        m = min(chunk, n - sent)
+        values = values_all[:m]
+        start = time.monotonic()
+        fut = producer.send_many(topic, values)
+
+        def on_done(result: Any, start: float = start, m: int = m) -> None:
+            stats.record_many(int((time.monotonic() - start) * 1000), m - len(result.errors))
+            for exc in result.errors.values():
+                stats.failed(exc)
+
+        fut.add_callback(on_done)
+        sent += m
+        if args.throughput > 0:
+            throttler.throttle(sent)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = build_parser().parse_args(argv)
+    run(args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
