@@ -7,11 +7,12 @@ import logging
 import socket
 import threading
 import time
-from typing import Iterator, List
+from typing import List
 
 import pytest
 
 from cproducer import KafkaProducer
+from cproducer.errors import KafkaTimeoutError
 from cproducer.network.connection_failures import SUPPRESS_MS, ConnectionFailures
 
 LOGGER = "cproducer.network.network_client"
@@ -27,8 +28,11 @@ def _warnings(caplog: pytest.LogCaptureFixture) -> List[str]:
     return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
 
 
-@pytest.fixture
-def dead_producer() -> Iterator[KafkaProducer]:
+def test_a_refused_connection_warns_within_a_second_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING, logger=LOGGER)
+    start = time.monotonic()
     p = KafkaProducer(
         bootstrap_servers=f"127.0.0.1:{_refused_port()}",
         reconnect_backoff_ms=20,
@@ -36,27 +40,19 @@ def dead_producer() -> Iterator[KafkaProducer]:
         max_block_ms=1500,
     )
     try:
-        yield p
+        sender = threading.Thread(target=lambda: _send_quietly(p), daemon=True)
+        sender.start()
+        while not _warnings(caplog) and time.monotonic() - start < 1.0:
+            time.sleep(0.01)
+        warned = _warnings(caplog)
+        assert warned, "no WARNING within a second of a refused connection"
+        assert "could not be established" in warned[0]
+        assert "127.0.0.1:" in warned[0] and "Connection refused" in warned[0]
+        sender.join(5)
+        # some 30 attempts in 1.5 s (reconnect.backoff.max.ms=50): the same error is said once
+        assert len(_warnings(caplog)) == 1
     finally:
         p.close(timeout=5)
-
-
-def test_a_refused_connection_warns_within_a_second_once(
-    dead_producer: KafkaProducer, caplog: pytest.LogCaptureFixture
-) -> None:
-    caplog.set_level(logging.WARNING, logger=LOGGER)
-    start = time.monotonic()
-    sender = threading.Thread(target=lambda: _send_quietly(dead_producer), daemon=True)
-    sender.start()
-    while not _warnings(caplog) and time.monotonic() - start < 1.0:
-        time.sleep(0.01)
-    warned = _warnings(caplog)
-    assert warned, "no WARNING within a second of a refused connection"
-    assert "could not be established" in warned[0]
-    assert "127.0.0.1:" in warned[0] and "Connection refused" in warned[0]
-    sender.join(5)
-    # some 30 attempts in 1.5 s (reconnect.backoff.max.ms=50): the same error is said once
-    assert len(_warnings(caplog)) == 1
 
 
 def _send_quietly(p: KafkaProducer) -> None:
@@ -101,3 +97,20 @@ def test_an_unresolvable_name_warns_with_the_resolver_error(
         p.close(timeout=5)
     warned = _warnings(caplog)
     assert warned and "no-such-host.invalid:9092" in warned[0]
+
+
+def test_the_metadata_timeout_names_each_bootstrap_address_error() -> None:
+    port = _refused_port()
+    p = KafkaProducer(
+        bootstrap_servers=f"127.0.0.1:{port},no-such-host.invalid:9092", max_block_ms=1000
+    )
+    try:
+        for call in (lambda: p.send("events", b"x"), lambda: p.partitions_for("events")):
+            with pytest.raises(KafkaTimeoutError) as info:
+                call()
+            message = str(info.value)
+            assert message.startswith("topic 'events' not present in metadata after 1000 ms")
+            assert f"; cannot connect to 127.0.0.1:{port}: Connection refused" in message
+            assert "; cannot connect to no-such-host.invalid:9092: " in message
+    finally:
+        p.close(timeout=5)

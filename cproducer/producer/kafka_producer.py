@@ -186,7 +186,7 @@ class KafkaProducer:
                 self.close(0)
                 raise errors.KafkaTimeoutError(
                     f"Unable to bootstrap from {servers}: no metadata within "
-                    f"bootstrap_timeout_ms ({timeout_ms} ms)"
+                    f"bootstrap_timeout_ms ({timeout_ms} ms){self._connection_errors()}"
                 )
             try:
                 self._metadata.await_update(self._metadata.version, remaining * 1000.0)
@@ -502,7 +502,7 @@ class KafkaProducer:
             if remaining <= 0:
                 raise errors.KafkaTimeoutError(
                     f"topic {topic!r} not present in metadata after {self._max_block_ms} ms "
-                    "(max_block_ms)"
+                    f"(max_block_ms){self._connection_errors()}"
                 )
             version = self._metadata.request_update_for_topic(topic)
             self._sender.wakeup()
@@ -512,7 +512,7 @@ class KafkaProducer:
             except errors.KafkaTimeoutError:
                 raise errors.KafkaTimeoutError(
                     f"topic {topic!r} not present in metadata after {self._max_block_ms} ms "
-                    "(max_block_ms)"
+                    f"(max_block_ms){self._connection_errors()}"
                 ) from None
             finally:
                 self._call_metrics.record_since("metadata-wait", waited)
@@ -619,7 +619,9 @@ class KafkaProducer:
         self._accumulator.begin_flush()
         self._sender.wakeup()
         if not self._accumulator.await_flush_completion(timeout):
-            raise errors.KafkaTimeoutError(f"flush did not complete within {timeout} s")
+            raise errors.KafkaTimeoutError(
+                f"flush did not complete within {timeout} s{self._connection_errors()}"
+            )
         # The pool keeps its free batch buffers (as Java's does); what finished batches freed
         # besides (grown and compressed copies) sits in the C allocator: hand it back to the
         # OS, at most once a second (a transaction per few records flushes very often)
@@ -684,6 +686,16 @@ class KafkaProducer:
                 self._sender.force_close_now()
         except Exception:
             pass
+
+    def _connection_errors(self) -> str:
+        """For a timeout's message: the last error of each address that cannot be connected to,
+        the bootstrap servers first (empty when every connection attempt succeeded)."""
+        failing = self._client.connection_failures.errors()
+        if not failing:
+            return ""
+        order = [f"{h}:{p}" for h, p in self.config["bootstrap.servers"]]
+        named = [a for a in order if a in failing] + sorted(set(failing) - set(order))
+        return "".join(f"; cannot connect to {a}: {failing[a]}" for a in named)
 
     def partitions_for(self, topic: str) -> Set[int]:
         """The partition ids of ``topic`` (waits for its metadata up to ``max_block_ms``)."""
