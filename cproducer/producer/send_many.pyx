@@ -14,6 +14,8 @@ original order; each run of records that lands in one batch becomes one *segment
 
 import numpy as np
 
+from cproducer.errors import SerializationError
+
 cimport numpy as cnp
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from libc.stdint cimport int32_t, int64_t, uint8_t
@@ -85,8 +87,11 @@ def objects_column(seq, str what):
             items[i] = bytes(item)
             lengths[i] = len(items[i])
         else:
-            raise TypeError(f"{what}[{i}] must be bytes, bytearray, memoryview or None, "
-                            f"got {type(item).__name__}")
+            # send()'s error for the same value: SerializationError is a TypeError too
+            hint = (" (send_many takes no serializer: encode str to bytes first, or pass a "
+                    "pyarrow string array, read as UTF-8)") if isinstance(item, str) else ""
+            raise SerializationError(f"{what}[{i}] must be bytes, bytearray, memoryview or None, "
+                                     f"got {type(item).__name__}{hint}")
     col.objects = items
     col.keep = items
     col.n = n
