@@ -2,7 +2,8 @@
 
 Same flags and output lines as the Java tool (``ProducerPerformance``), plus ``--bootstrap-server``,
 ``--api send|send_many`` and ``--partitions``. Without ``--bootstrap-server`` it starts an embedded
-:class:`~cproducer.tools.localbroker.LocalBroker` for the run and stops it at the end.
+:class:`~cproducer.tools.localbroker.LocalBroker` for the run and stops it at the end. Bad input or
+a broker that cannot be reached is one line on stderr and exit status 1, as the Java tool's.
 
     python -m cproducer.perf --topic perf --num-records 1000000 --record-size 100 --throughput -1
 """
@@ -14,12 +15,18 @@ import random
 import sys
 import threading
 import time
+import uuid
 from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
 from cproducer import __version__
-from cproducer.errors import BrokerResponseError
+from cproducer.errors import BrokerResponseError, KafkaError
+
+#: Java's ProducerPerformance: a transactional id made up when none is given, and the age at which
+#: a transaction is committed when only the id is
+DEFAULT_TRANSACTION_ID_PREFIX = "performance-producer-"
+DEFAULT_TRANSACTION_DURATION_MS = 3000
 
 
 class Stats:
@@ -178,7 +185,60 @@ def build_parser() -> argparse.ArgumentParser:
         default=10_000,
         help="records per send_many call (--api send_many)",
     )
+    p.add_argument(
+        "--transactional-id",
+        help="run in transactions with this id (over transactional.id in the properties)",
+    )
+    p.add_argument(
+        "--transaction-duration-ms",
+        type=int,
+        help="commit each transaction once it is this old (default 3000 when transactions are on; "
+        "given alone, the id is performance-producer-<uuid>)",
+    )
     return p
+
+
+class Transactions:
+    """Java's ProducerPerformance transactions: begin before a record when none is open, commit
+    after a record once the transaction is ``duration_ms`` old, commit the last one at the end."""
+
+    def __init__(self, producer: Any, duration_ms: Optional[int]) -> None:
+        self.producer = producer
+        self.duration_s = None if duration_ms is None else duration_ms / 1000.0
+        self.started: Optional[float] = None
+        if self.duration_s is not None:
+            producer.init_transactions()
+
+    def before(self) -> None:
+        if self.duration_s is not None and self.started is None:
+            self.producer.begin_transaction()
+            self.started = time.monotonic()
+
+    def after(self) -> None:
+        if self.started is None or self.duration_s is None:
+            return
+        if time.monotonic() - self.started >= self.duration_s:
+            self.producer.commit_transaction()
+            self.started = None
+
+    def end(self) -> None:
+        if self.started is not None:
+            self.producer.commit_transaction()
+            self.started = None
+
+
+def _transactions_setting(args: argparse.Namespace, props: Dict[str, Any]) -> Optional[int]:
+    """Java's rule: transactions are on when --transaction-duration-ms, --transactional-id or a
+    transactional.id in the properties is given; returns the duration (None: off)."""
+    duration = args.transaction_duration_ms
+    if duration is None and args.transactional_id is None and "transactional.id" not in props:
+        return None
+    props["transactional.id"] = (
+        args.transactional_id
+        or props.get("transactional.id")
+        or f"{DEFAULT_TRANSACTION_ID_PREFIX}{uuid.uuid4()}"
+    )
+    return DEFAULT_TRANSACTION_DURATION_MS if duration is None else duration
 
 
 def _payloads(args: argparse.Namespace) -> List[bytes]:
@@ -202,6 +262,7 @@ def run(args: argparse.Namespace) -> Dict[str, float]:
     if args.producer_config:
         props.update(_read_properties(args.producer_config))
     props.update(_parse_props(args.producer_props))
+    duration_ms = _transactions_setting(args, props)
     broker: Optional[LocalBroker] = None
     bootstrap = args.bootstrap_server or props.get("bootstrap.servers")
     if not bootstrap:
@@ -214,15 +275,22 @@ def run(args: argparse.Namespace) -> Dict[str, float]:
         if broker is not None:
             broker.create_topic(args.topic, args.partitions)
         else:
-            _ensure_topic(bootstrap, args.topic, args.partitions)
+            try:
+                _ensure_topic(bootstrap, args.topic, args.partitions)
+            except OSError as exc:
+                raise OSError(
+                    exc.errno, f"cannot reach {bootstrap}: {exc.strerror or exc}"
+                ) from exc
         payloads = _payloads(args)
         producer = KafkaProducer(props)
         try:
+            txn = Transactions(producer, duration_ms)
             stats = Stats(sum(len(p) for p in payloads) / len(payloads))
             if args.api == "send":
-                _run_send(producer, args, payloads, stats)
+                _run_send(producer, args, payloads, stats, txn)
             else:
-                _run_send_many(producer, args, payloads, stats)
+                _run_send_many(producer, args, payloads, stats, txn)
+            txn.end()
             producer.flush()
             summary = stats.print_total()
             if args.print_metrics:
@@ -262,7 +330,9 @@ def _ensure_topic(bootstrap: str, topic: str, partitions: int) -> None:
     create_topic(bootstrap, topic, partitions)
 
 
-def _run_send(producer: Any, args: argparse.Namespace, payloads: List[bytes], stats: Stats) -> None:
+def _run_send(
+    producer: Any, args: argparse.Namespace, payloads: List[bytes], stats: Stats, txn: Transactions
+) -> None:
     topic = args.topic
     n = args.num_records
     throttler = ThroughputThrottler(args.throughput, time.monotonic())
@@ -283,6 +353,14 @@ def _run_send(producer: Any, args: argparse.Namespace, payloads: List[bytes], st
         else:
             failed(exc)
 
+    if txn.duration_s is not None:
+        for i in range(n):
+            txn.before()
+            send(topic, payloads[i % npay], callback=on_completion)
+            txn.after()
+            if throttled:
+                throttler.throttle(i + 1)
+        return
     for i in range(n):
         send(topic, payloads[i % npay], callback=on_completion)
         if throttled:
@@ -290,7 +368,7 @@ def _run_send(producer: Any, args: argparse.Namespace, payloads: List[bytes], st
 
 
 def _run_send_many(
-    producer: Any, args: argparse.Namespace, payloads: List[bytes], stats: Stats
+    producer: Any, args: argparse.Namespace, payloads: List[bytes], stats: Stats, txn: Transactions
 ) -> None:
     topic = args.topic
     n = args.num_records
@@ -302,6 +380,7 @@ def _run_send_many(
         m = min(chunk, n - sent)
         values = values_all[:m]
         start = time.monotonic()
+        txn.before()
         fut = producer.send_many(topic, values)
 
         def on_done(result: Any, start: float = start, m: int = m) -> None:
@@ -310,15 +389,35 @@ def _run_send_many(
                 stats.failed(exc)
 
         fut.add_callback(on_done)
+        txn.after()
         sent += m
         if args.throughput > 0:
             throttler.throttle(sent)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    args = build_parser().parse_args(argv)
-    run(args)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.transaction_duration_ms is not None and args.transaction_duration_ms <= 0:
+        parser.error("--transaction-duration-ms should be greater than zero")
+    try:
+        run(args)
+    except (KafkaError, OSError, ValueError) as exc:
+        # what the user must fix (a property, an address, a broker): one line, not a traceback
+        print(f"{parser.prog}: error: {_one_line(exc)}", file=sys.stderr, flush=True)
+        return 1
+    except KeyboardInterrupt:
+        return 130
     return 0
+
+
+def _one_line(exc: BaseException) -> str:
+    if isinstance(exc, BrokerResponseError):
+        return str(exc)  # already names its class and code
+    if isinstance(exc, OSError) and exc.strerror:
+        where = f" ({exc.filename})" if exc.filename else ""
+        return f"{exc.strerror}{where}"
+    return f"{type(exc).__name__}: {exc}"
 
 
 if __name__ == "__main__":
