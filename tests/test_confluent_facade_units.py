@@ -371,3 +371,20 @@ def test_consumer_group_metadata_from_librdkafka_reads_back() -> None:
 def test_bad_consumer_group_metadata_is_refused(raw: bytes, why: str) -> None:
     with pytest.raises(facade.KafkaException, match=why):
         read_group_metadata(raw)
+
+
+@pytest.mark.parametrize("impl", [confluent_kafka, facade], ids=["librdkafka", "facade"])
+@pytest.mark.parametrize(
+    "key, meant",
+    [("lingr.ms", "linger.ms"), ("bootstrap.server", "bootstrap.servers")],
+)
+def test_a_misspelt_property_is_no_such_property(impl: ModuleType, key: str, meant: str) -> None:
+    """librdkafka refuses a name it does not know with _INVALID_ARG, "No such configuration
+    property"; the facade says the same and names the property meant."""
+    with pytest.raises(impl.KafkaException) as info:
+        impl.Producer({"bootstrap.servers": "127.0.0.1:1", key: "5"})
+    err = info.value.args[0]
+    assert err.code() == impl.KafkaError._INVALID_ARG
+    assert err.str().startswith(f'No such configuration property: "{key}"')
+    if impl is facade:
+        assert f'did you mean "{meant}"?' in err.str()

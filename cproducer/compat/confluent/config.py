@@ -17,6 +17,7 @@ message timeout), and ``message.timeout.ms=0`` means no timeout.
 
 from __future__ import annotations
 
+import difflib
 import logging
 import math
 import re
@@ -475,6 +476,15 @@ _FIXED: Tuple[Tuple[str, Any, Convert], ...] = (
 )
 
 
+def _closest_property(key: str) -> Optional[str]:
+    """The librdkafka property ``key`` is most likely a misspelling of, if one is close."""
+    known = {*PROPERTIES, *_ALIASES, *_HINTS, *_CONSUMER_ONLY, *(k for k, _f, _p in _FIXED)}
+    if key in known:
+        return None
+    close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.8)
+    return close[0] if close else None
+
+
 def translate(config: Mapping[str, Any]) -> FacadeConfig:
     values: Dict[str, Any] = {}
     for raw_key, value in config.items():
@@ -513,6 +523,10 @@ def translate(config: Mapping[str, Any]) -> FacadeConfig:
         )
     if values:
         key = sorted(values)[0]
+        close = _closest_property(key)
+        if close is not None:
+            # librdkafka's refusal of a name it does not know, with the name meant
+            raise _invalid(f'No such configuration property: "{key}" (did you mean "{close}"?)')
         hint = _HINTS.get(key)
         if hint is None and key.startswith("sasl.kerberos"):
             hint = "Kerberos (GSSAPI) is not supported by cproducer"
@@ -520,7 +534,7 @@ def translate(config: Mapping[str, Any]) -> FacadeConfig:
             hint = "not used with this security.protocol/sasl.mechanism, or not supported"
         raise _invalid(
             f'Configuration property "{key}" is not supported by cproducer\'s confluent-kafka '
-            f"facade: {hint or 'it has no cproducer equivalent; remove it'}"
+            f"facade: {hint or 'not a librdkafka property, or one it does not support; remove it'}"
         )
 
     p.update(hooks)
