@@ -46,7 +46,7 @@ import shlex
 import subprocess
 import sys
 import time
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict, List, Optional
 
 # this checkout's cproducer, not an installed one (the clients' child processes get this path too)
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -517,6 +517,7 @@ def main(argv: List[str] | None = None) -> int:
     ctx = mp.get_context("spawn")
     java_cmd = java_command(shlex.split(args.java_opts)) if JAVA in names else []
     broker_name = broker_version(args.broker)
+    load_before = _load_average()
     with broker_for(args.broker) as broker:
         for round_no in range(args.rounds):
             for name in names:
@@ -538,6 +539,7 @@ def main(argv: List[str] | None = None) -> int:
                 res["round"] = round_no
                 runs.append(res)
                 print(json.dumps(res), file=sys.stderr, flush=True)
+    load_after = _load_average()
     results = []
     for name in names:
         mine = [r for r in runs if r["client"] == name]
@@ -553,6 +555,7 @@ def main(argv: List[str] | None = None) -> int:
         f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
     )
     print(f"broker: {broker_name}")
+    print(f"load average (1 min) before / after the runs: {load_before} / {load_after}")
     print(
         f"workload: {args.records} x {args.value_size} B, {DISTINCT_KEYS} keys, lz4, linger 5 ms, "
         f"acks=all, {PARTITIONS} partitions, buffer.memory {args.buffer_memory:,} B"
@@ -605,6 +608,11 @@ def main(argv: List[str] | None = None) -> int:
             f"linger 5 ms, acks=all, {PARTITIONS} partitions; {machine}; {broker_name}",
             "labels": {r["client"]: LABELS.get(r["client"], r["client"]) for r in results},
             "results": results,
+            # what a reader needs to rerun it and to judge it: the command, the rounds the
+            # medians come from, and how busy the machine was around the runs
+            "command": "python benchmarks/compare_peers.py " + " ".join(argv or sys.argv[1:]),
+            "rounds": args.rounds,
+            "load_average": [load_before, load_after],
         }
         os.makedirs(args.plot, exist_ok=True)
         with open(os.path.join(args.plot, f"{stem}.json"), "w") as fh:
@@ -612,6 +620,13 @@ def main(argv: List[str] | None = None) -> int:
             fh.write("\n")
         plot(report, os.path.join(args.plot, f"{stem}.png"))
     return 0 if all("error" not in r for r in results) else 1
+
+
+def _load_average() -> Optional[float]:
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):  # not on every platform
+        return None
 
 
 def plot(report: Dict[str, Any], path: str) -> None:

@@ -257,8 +257,18 @@ class PeerResults(Directive):
         if base is not None:
             headers += ["× confluent msg/s", "× confluent CPU"]
         caption = nodes.paragraph(text=data["workload"])
+        out: List[nodes.Node] = [caption]
+        if "command" in data:
+            rounds, load = data["rounds"], data["load_average"]
+            how = f"medians of {rounds} alternating rounds" if rounds > 1 else "one round"
+            out.append(
+                nodes.paragraph(
+                    text=f"{how}; load average (1 min) {load[0]} before and {load[1]} after"
+                )
+            )
+            out.append(nodes.literal_block(text="$ " + data["command"], language="console"))
         return [
-            caption,
+            *out,
             _table(headers, rows, [40, 14, 12, 14, 14][: len(headers)], "peer-results"),
         ]
 
