@@ -1,4 +1,9 @@
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Sequence, Tuple, Union
+
+from cproducer.producer.internals.produce_request_result import (
+    FutureRecordMetadata,
+    RecordMetadata,
+)
 
 class FastSend:
     divert: bool
@@ -20,8 +25,12 @@ class FastSend:
         topic: str,
         value: Any = ...,
         key: Any = ...,
-        headers: Any = ...,
+        headers: Optional[
+            Sequence[Tuple[str, Optional[Union[bytes, bytearray, memoryview]]]]
+        ] = ...,
         partition: Optional[int] = ...,
         timestamp_ms: Optional[int] = ...,
-        callback: Any = ...,
-    ) -> Any: ...
+        callback: Optional[
+            Callable[[Optional[RecordMetadata], Optional[BaseException]], Any]
+        ] = ...,
+    ) -> FutureRecordMetadata: ...

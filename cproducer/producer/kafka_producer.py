@@ -12,7 +12,20 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, Callable, Dict, Mapping, Optional, Set
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Dict,
+    Literal,
+    Mapping,
+    Optional,
+    Sequence,
+    Set,
+    Tuple,
+    Union,
+    overload,
+)
 
 import numpy as np
 
@@ -25,6 +38,10 @@ from cproducer.producer.engine import ProducerEngine
 from cproducer.producer.fast_send import FastSend
 from cproducer.producer.interceptors import ProducerInterceptors, ProducerRecord
 from cproducer.producer.internals.kafka_producer_metrics import KafkaProducerMetrics
+from cproducer.producer.internals.produce_request_result import (
+    FutureRecordMetadata,
+    RecordMetadata,
+)
 from cproducer.producer.internals.sender_metrics import collect_metrics
 from cproducer.producer.internals.transaction_manager import (
     IN_TRANSACTION,
@@ -61,7 +78,18 @@ from cproducer.utils.metric_name import raw_metrics
 from cproducer.utils.murmur2 import partition_for_key
 from cproducer.utils.time import SYSTEM_CLOCK, as_clock
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from cproducer.producer.settings import ProducerSettings
+    from cproducer.utils.metric_name import MetricName
+
 log = logging.getLogger("cproducer.producer.kafka_producer")
+
+#: a record's headers: (key, value) pairs
+Headers = Sequence[Tuple[str, Optional[Union[bytes, bytearray, memoryview]]]]
+#: a completion callback: ``(metadata, None)`` on success, ``(None, exception)`` on failure
+SendCallback = Callable[[Optional[RecordMetadata], Optional[BaseException]], Any]
 
 _MEMORY_RELEASE_INTERVAL_S = 1.0
 
@@ -73,7 +101,9 @@ class KafkaProducer:
     the first argument (``{"bootstrap.servers": "host:9092", "linger.ms": 5}``).
     """
 
-    def __init__(self, configs: Optional[Mapping[str, Any]] = None, **kwargs: Any) -> None:
+    def __init__(
+        self, configs: Optional[Mapping[str, Any]] = None, **kwargs: Unpack[ProducerSettings]
+    ) -> None:
         cfg = ProducerConfig(configs, **kwargs)
         self.config = cfg
         if "clock" in cfg.hooks and "time_ms" in cfg.hooks:
@@ -212,11 +242,11 @@ class KafkaProducer:
         topic: str,
         value: Any = None,
         key: Any = None,
-        headers: Any = None,
+        headers: Optional[Headers] = None,
         partition: Optional[int] = None,
         timestamp_ms: Optional[int] = None,
-        callback: Optional[Callable[[Any, Optional[BaseException]], None]] = None,
-    ) -> Any:
+        callback: Optional[SendCallback] = None,
+    ) -> FutureRecordMetadata:
         """Queue one record; returns its ``FutureRecordMetadata``.
 
         Raises (the record is then not accepted): ``ProducerClosedError``, ``InvalidTopicError``,
@@ -308,7 +338,8 @@ class KafkaProducer:
             self._sender.wakeup_for_data()
         if self._fast is not None:
             self._fast.remember(topic, count, cluster, version)
-        return result.future
+        # None only with abort_for_new_batch, which the loop above appends again
+        return result.future  # type: ignore[return-value]
 
     # the Python path, under a name the instance's fast `send` attribute does not shadow
     _send_slow = send
@@ -327,9 +358,9 @@ class KafkaProducer:
         topic: str,
         values: Any,
         keys: Any = None,
-        partition: Any = None,
-        headers: Any = None,
-        timestamps: Any = None,
+        partition: Union[None, int, Sequence[int], np.ndarray] = None,
+        headers: Optional[Sequence[Optional[Headers]]] = None,
+        timestamps: Union[None, int, Sequence[int], np.ndarray] = None,
     ) -> BatchFuture:
         """Send many records with one call; returns a :class:`BatchFuture`.
 
@@ -705,6 +736,14 @@ class KafkaProducer:
         _version, cluster, _count = self._wait_on_metadata(topic, None, self._batch_time_ms())
         return {p.partition for p in cluster.partitions_for_topic(topic)}
 
+    # None with metrics_enabled=False: typed as "the dict | Any" (typeshed's way for a None
+    # that depends on the configuration), so that indexing the result needs no None check
+    @overload
+    def metrics(self, raw: Literal[False] = ...) -> Union[Dict[str, Dict[str, float]], Any]: ...
+    @overload
+    def metrics(self, raw: Literal[True]) -> Union[Dict[MetricName, Any], Any]: ...
+    @overload
+    def metrics(self, raw: bool) -> Any: ...
     def metrics(self, raw: bool = False) -> Any:
         """The producer's metrics as kafka-python 3.0 returns them, ``{group: {name: value}}``,
         with Java's names and meanings: ``producer-metrics``, ``producer-node-metrics.node-<id>``
