@@ -26,7 +26,7 @@ import functools
 import random
 import warnings
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Dict, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
@@ -44,6 +44,9 @@ from cproducer.producer.internals.transaction_manager import ABORTABLE_ERROR, IN
 from cproducer.producer.internals.txn_request_handlers import fenced
 from cproducer.producer.kafka_producer import KafkaProducer
 from cproducer.utils.murmur2 import partition_for_key
+
+#: a record's headers, as aiokafka takes them: (key, value) pairs
+Headers = Sequence[Tuple[str, Optional[bytes]]]
 
 # a record at least this much under the batch size needs one pooled buffer at most
 _RECORD_OVERHEAD_BOUND = 1024
@@ -334,8 +337,8 @@ class AIOKafkaProducer:
         key: Any = None,
         partition: Optional[int] = None,
         timestamp_ms: Optional[int] = None,
-        headers: Any = None,
-    ) -> asyncio.Future:
+        headers: Optional[Headers] = None,
+    ) -> asyncio.Future[RecordMetadata]:
         """Queue a record; returns a future of its ``RecordMetadata`` (``await`` it for the
         result; cancelling it does not stop the record).
 
@@ -427,7 +430,7 @@ class AIOKafkaProducer:
         key: Any = None,
         partition: Optional[int] = None,
         timestamp_ms: Optional[int] = None,
-        headers: Any = None,
+        headers: Optional[Headers] = None,
     ) -> RecordMetadata:
         """``send``, then wait for the record's ``RecordMetadata``."""
         future = await self.send(topic, value, key, partition, timestamp_ms, headers)
@@ -443,7 +446,9 @@ class AIOKafkaProducer:
             value_serializer=self._value_serializer,
         )
 
-    async def send_batch(self, batch: BatchBuilder, topic: str, *, partition: int) -> Any:
+    async def send_batch(
+        self, batch: BatchBuilder, topic: str, *, partition: int
+    ) -> asyncio.Future[Optional[RecordMetadata]]:
         """Send a batch's records to one partition; returns a future of the ``RecordMetadata``
         of its first record (None for an empty batch or with acks=0). The batch is closed."""
         state = await self._partitions(topic)

@@ -31,10 +31,10 @@ import json
 import logging
 import threading
 import time
-from typing import Any, Callable, Dict, List, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
 
 from cproducer import KafkaProducer, errors
-from cproducer.compat.confluent.cluster_metadata import cluster_metadata
+from cproducer.compat.confluent.cluster_metadata import ClusterMetadata, cluster_metadata
 from cproducer.compat.confluent.config import FacadeConfig, merged, translate
 from cproducer.compat.confluent.error import (
     ALL_BROKERS_DOWN,
@@ -53,6 +53,14 @@ from cproducer.compat.confluent.group_metadata import read_group_metadata
 from cproducer.compat.confluent.message import DeliveryReports, purge_in_flight
 from cproducer.compat.confluent.produce_path import ProducePath
 from cproducer.compat.confluent.statistics import Statistics
+
+if TYPE_CHECKING:
+    from cproducer.compat.confluent.message import Message
+
+#: confluent-kafka's types of produce()'s arguments (its _types.py)
+HeadersType = Union[Dict[str, Union[str, bytes, None]], List[Tuple[str, Union[str, bytes, None]]]]
+#: ``on_delivery(err, msg)``: err is None on success
+DeliveryCallback = Callable[[Optional[KafkaError], "Message"], None]
 
 _instances = itertools.count(1)
 
@@ -115,13 +123,13 @@ class Producer:
     def produce(
         self,
         topic: str,
-        value: Any = None,
-        key: Any = None,
+        value: Optional[Union[str, bytes]] = None,
+        key: Optional[Union[str, bytes]] = None,
         partition: int = -1,
-        callback: Optional[Callable[..., Any]] = None,
-        on_delivery: Optional[Callable[..., Any]] = None,
+        callback: Optional[DeliveryCallback] = None,
+        on_delivery: Optional[DeliveryCallback] = None,
         timestamp: int = 0,
-        headers: Any = None,
+        headers: Optional[HeadersType] = None,
     ) -> None:
         """Queue one message; ``on_delivery(err, msg)`` runs from a later poll()/flush().
 
@@ -137,8 +145,8 @@ class Producer:
         topic: str,
         messages: List[Dict[str, Any]],
         partition: int = -1,
-        callback: Optional[Callable[..., Any]] = None,
-        on_delivery: Optional[Callable[..., Any]] = None,
+        callback: Optional[DeliveryCallback] = None,
+        on_delivery: Optional[DeliveryCallback] = None,
     ) -> int:
         """Queue many messages (dicts with ``value``, ``key``, ``partition``, ``timestamp``,
         ``headers``, ``callback``); returns how many were queued, the others get ``_error``."""
@@ -220,7 +228,9 @@ class Producer:
             purge_in_flight(self._engine.incomplete_batches(), KafkaError(PURGE_INFLIGHT))
 
     # ------------------------------------------------------------------ metadata
-    def list_topics(self, topic: Optional[str] = None, timeout: Optional[float] = -1) -> Any:
+    def list_topics(
+        self, topic: Optional[str] = None, timeout: Optional[float] = -1
+    ) -> ClusterMetadata:
         """``ClusterMetadata`` of one topic, or of every topic in the cluster."""
         self._check_open()
         limit = _timeout_s(timeout)
