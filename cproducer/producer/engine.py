@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable, List, Optional, Set
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Set
 
 from cproducer import errors
 from cproducer.cluster import Cluster
@@ -126,23 +126,46 @@ class ProducerEngine:
             md.await_update(version, remaining * 1000.0)
             md.maybe_throw_exception_for_topic(topic)
 
-    def await_cluster(self, timeout_s: float) -> Cluster:
+    def await_cluster(self, timeout_s: float, fail_unreachable: bool = False) -> Cluster:
         """Wait up to ``timeout_s`` until a broker answered a metadata request (the bootstrap
         servers alone do not count; neither does a rebootstrap, KIP-899, which moves the version
         on to the bootstrap view): the cluster, or ``KafkaTimeoutError``, or the error that
-        failed the update (e.g. refused credentials, at once)."""
+        failed the update (e.g. refused credentials, at once). ``fail_unreachable``: raise
+        ``NoBrokersAvailable`` as soon as every bootstrap address failed to connect once (what
+        aiokafka's ``start()`` does) instead of trying again until the timeout."""
         md = self._parts.metadata
         deadline = time.monotonic() + timeout_s
+        bootstrap = [f"{h}:{p}" for h, p in self._producer.config["bootstrap.servers"]]
         while True:
             cluster = md.fetch()
             if not cluster.is_bootstrap_configured:
                 return cluster
+            if fail_unreachable:
+                failing = self.connection_errors()
+                if all(address in failing for address in bootstrap):
+                    raise errors.NoBrokersAvailable(
+                        "Unable to bootstrap from "
+                        + ", ".join(f"{a} ({failing[a]})" for a in bootstrap)
+                    )
             version = md.request_update()
             self._parts.sender.wakeup()
             remaining_ms = (deadline - time.monotonic()) * 1000.0
             if remaining_ms <= 0:
                 raise errors.KafkaTimeoutError("no metadata yet")
-            md.await_update(version, remaining_ms)
+            if not fail_unreachable:
+                md.await_update(version, remaining_ms)
+                continue
+            # in slices, watching the connections: a refusal does not move the version on
+            try:
+                md.await_update(version, min(remaining_ms, 20.0))
+            except errors.KafkaTimeoutError:
+                if time.monotonic() >= deadline:
+                    raise
+
+    def connection_errors(self) -> Dict[str, str]:
+        """``host:port`` -> the last error connecting to it, for each address whose last
+        connection attempt failed (the bootstrap servers and the brokers learned since)."""
+        return self._parts.client.connection_failures.errors()
 
     def await_full_listing(self, timeout_s: float) -> Cluster:
         """Ask for the metadata of every topic in the cluster and wait up to ``timeout_s`` for

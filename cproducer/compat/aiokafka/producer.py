@@ -223,7 +223,12 @@ class AIOKafkaProducer:
         engine = KafkaProducer(**self._config)
         try:
             try:
-                engine.engine.await_cluster(self._request_timeout_ms / 1000.0)
+                # aiokafka's start(): each bootstrap server is tried once, then it gives up
+                engine.engine.await_cluster(
+                    self._request_timeout_ms / 1000.0, fail_unreachable=True
+                )
+            except engine_errors.NoBrokersAvailable as exc:
+                raise errors.KafkaConnectionError(str(exc)) from None
             except engine_errors.KafkaTimeoutError:
                 raise errors.KafkaConnectionError(
                     f"Unable to bootstrap from {self._bootstrap_servers!r} within "
