@@ -4,7 +4,11 @@ the same test runs against confluent-kafka itself (``client`` is either module).
 
 from __future__ import annotations
 
+import re
+import socket
 import struct
+import subprocess
+import sys
 import zlib
 from types import ModuleType
 from typing import Any, Dict
@@ -388,3 +392,34 @@ def test_a_misspelt_property_is_no_such_property(impl: ModuleType, key: str, mea
     assert err.str().startswith(f'No such configuration property: "{key}"')
     if impl is facade:
         assert f'did you mean "{meant}"?' in err.str()
+
+
+_FAIL_LINE = re.compile(
+    r"^%3\|\d+\.\d{3}\|FAIL\|rdkafka#producer-\d+\| \[thrd:(127\.0\.0\.1:\d+)/bootstrap\]: "
+    r"\1/bootstrap: Connect to (ipv4#)?\1 failed: Connection refused",
+    re.M,
+)
+
+
+@pytest.mark.parametrize("module", ["confluent_kafka", "cproducer.compat.confluent"])
+def test_a_refused_connection_is_a_fail_line_on_stderr(module: str) -> None:
+    """Without a logger, librdkafka prints each failed connection as a FAIL line on stderr at
+    once; the facade prints the same line (and not also the engine's WARNING)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    code = (
+        f"import time\nfrom {module} import Producer\n"
+        f"p = Producer({{'bootstrap.servers': '127.0.0.1:{port}'}})\n"
+        "p.produce('t', b'x')\n"
+        "end = time.monotonic() + 3\n"
+        "while time.monotonic() < end:\n"
+        "    p.poll(0.1)\n"
+        "p.purge()\n"
+        "p.flush(1)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert _FAIL_LINE.search(done.stderr), done.stderr
+    assert "could not be established" not in done.stderr

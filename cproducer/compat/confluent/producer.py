@@ -29,6 +29,7 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import sys
 import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
@@ -388,13 +389,17 @@ class _Events:
         self._handler: Optional[logging.Handler] = None
         self._down: set = set()
         self._lock = threading.Lock()
+        io_thread = producer._engine.io_thread
         if self._logger is not None:
             self._handler = _ForwardingHandler(self._reports, self._logger, self._name)
             self._handler.setLevel(max(cfg.log_level, logging.WARNING))
-            self._handler.addFilter(_ThreadFilter(producer._engine.io_thread))
+            self._handler.addFilter(_ThreadFilter(io_thread))
             logging.getLogger("cproducer").addHandler(self._handler)
-        if self._error_cb is not None or self._logger is not None:
-            producer._engine.set_connection_listener(self.on_connection)
+        # A failed connection is said librdkafka's way (a FAIL line, below), not also as the
+        # engine's WARNING; other producers' records pass.
+        self._engine_lines = _NotFromThread(io_thread, _CONNECTION_FAILED)
+        logging.getLogger(_NETWORK_LOGGER).addFilter(self._engine_lines)
+        producer._engine.set_connection_listener(self.on_connection)
 
     def on_connection(self, node_id: int, host: str, port: int, up: bool, reason: str) -> None:
         """From the I/O thread: a connection to a broker came up, or failed/was lost."""
@@ -407,7 +412,18 @@ class _Events:
             nodes = self._producer._engine.metadata.fetch().nodes
             known = {f"{n.host}:{n.port}/{n.id}" for n in nodes} | self._down
             all_down = self._down >= known
-        if self._logger is not None and self._log_level <= logging.ERROR:
+        if self._logger is None:
+            # librdkafka's default log callback: a line on stderr from its own thread, at once;
+            # for a connection that could not be made (not one the client closed)
+            failing = f"{host}:{port}" in self._producer._engine.connection_errors()
+            if failing and self._log_level <= logging.ERROR:
+                print(
+                    f"%3|{time.time():.3f}|FAIL|{self._name}| [thrd:{label}]: {label}: "
+                    f"Connect to {host}:{port} failed: {reason}",
+                    file=sys.stderr,
+                    flush=True,
+                )
+        elif self._log_level <= logging.ERROR:
             self._reports.push_event(self._log, (logging.ERROR, "FAIL", f"{label}: {reason}"))
         if self._error_cb is not None:
             self._reports.push_event(self._error_cb, KafkaError(TRANSPORT, f"{label}: {reason}"))
@@ -425,6 +441,23 @@ class _Events:
         if self._handler is not None:
             logging.getLogger("cproducer").removeHandler(self._handler)
             self._handler = None
+        logging.getLogger(_NETWORK_LOGGER).removeFilter(self._engine_lines)
+
+
+_NETWORK_LOGGER = "cproducer.network.network_client"
+_CONNECTION_FAILED = "could not be established"
+
+
+class _NotFromThread(logging.Filter):
+    """Drops the records of one thread whose message contains ``text``."""
+
+    def __init__(self, thread: threading.Thread, text: str) -> None:
+        super().__init__()
+        self._ident = thread.ident
+        self._text = text
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.thread != self._ident or self._text not in record.getMessage()
 
 
 class _ThreadFilter(logging.Filter):
