@@ -130,7 +130,7 @@ wheel_test() {
     #    the 3-broker cluster faults (pure-Python paths the test step ran on the same code) are
     #    left to the test step: they would double a quarter of CI's time
     mkdir -p "$out/run"
-    cp -r tests pyproject.toml "$out/run/"
+    cp -r tests pyproject.toml README.md docs "$out/run/"  # the docs: their snippets run too
     cp wheel_test/conftest.py "$out/run/conftest.py"
     cp wheel_test/test_installed_wheel.py "$out/run/tests/integration/"
     (cd "$out/run" && env -u PYTHONPATH PATH="$path" "$out/venv/bin/python" -m pytest -q \
