@@ -1,10 +1,11 @@
 """The connection failures a user must see: logged at WARNING, rate-limited per broker.
 
 Java's ``NetworkClient`` warns "Connection to node -1 (localhost/127.0.0.1:9092) could not be
-established" at every attempt; librdkafka prints its ``FAIL`` line once and then counts the
-identical ones it suppresses for 30 s. A dead broker is retried every ``reconnect.backoff.ms``, so
-this keeps librdkafka's manner: the first failure of a broker at once, a different error at once,
-the same error again at most every ``SUPPRESS_MS`` with the count of those not shown.
+established" at every attempt, and librdkafka (2.x) prints its ``FAIL`` line at every attempt too.
+A dead broker is retried every ``reconnect.backoff.ms`` (doubling up to
+``reconnect.backoff.max.ms``): a line a second per broker for as long as it is down, which buries
+everything else. So the first failure of a broker is said at once, a different error at once, and
+the same error again at most every ``SUPPRESS_MS``, with the count of those not shown.
 
 The last error of each address is kept until a connection to it is ready, so that a timeout
 waiting for metadata can say why no broker answered.
