@@ -331,8 +331,13 @@ def _ensure_topic(bootstrap: str, topic: str, partitions: int) -> None:
 
 
 def _run_send(
-    producer: Any, args: argparse.Namespace, payloads: List[bytes], stats: Stats, txn: Transactions
+    producer: Any,
+    args: argparse.Namespace,
+    payloads: List[bytes],
+    stats: Stats,
+    txn: Optional[Transactions] = None,
 ) -> None:
+    txn = txn or Transactions(producer, None)
     topic = args.topic
     n = args.num_records
     throttler = ThroughputThrottler(args.throughput, time.monotonic())
@@ -368,8 +373,13 @@ def _run_send(
 
 
 def _run_send_many(
-    producer: Any, args: argparse.Namespace, payloads: List[bytes], stats: Stats, txn: Transactions
+    producer: Any,
+    args: argparse.Namespace,
+    payloads: List[bytes],
+    stats: Stats,
+    txn: Optional[Transactions] = None,
 ) -> None:
+    txn = txn or Transactions(producer, None)
     topic = args.topic
     n = args.num_records
     chunk = max(1, args.chunk_size)
