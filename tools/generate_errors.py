@@ -21,7 +21,6 @@ The tables after it say where aiokafka 0.14 and librdkafka 2.x name or class a c
 
 from __future__ import annotations
 
-import argparse
 import re
 import sys
 import textwrap
@@ -708,19 +707,10 @@ def outputs() -> Dict[Path, str]:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="only compare, write nothing")
-    args = parser.parse_args(argv)
-    stale = []
-    for path, text in outputs().items():
-        old = path.read_text() if path.exists() else None
-        if old != text:
-            stale.append(path)
-            if not args.check:
-                path.write_text(text)
-    for path in stale:
-        print(f"{'stale' if args.check else 'wrote'}: {path.relative_to(ROOT)}")
-    return 1 if args.check and stale else 0
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from generated_files import main as write_or_check
+
+    return write_or_check(__doc__.splitlines()[0], outputs(), ROOT, argv)
 
 
 if __name__ == "__main__":
