@@ -6,6 +6,9 @@
 #                                     (on Tansu and on Apache Kafka; -m "not kafka" / "not tansu"
 #                                     runs one broker only)
 #   ./dev.sh kafka-libs               only fetch Apache Kafka's jars (tests/java/pom.xml) into .cache
+#   ./dev.sh spark-kafka-libs         only fetch Spark's Kafka connector (spark-sql-kafka-0-10, as
+#                                     benchmarks/java/spark-kafka/pom.xml names it) into .cache, for
+#                                     benchmarks/spark_sink.py
 #   ./dev.sh lint                     ruff check, ruff format --check, mypy, cython-lint
 #   ./dev.sh docs                     build the documentation site (warnings are errors) with the
 #                                     asv history, then open it in headless Chromium (docs/test_site.py)
@@ -68,6 +71,25 @@ kafka_libs() {
     mkdir -p "$CPRODUCER_KAFKA_LIBS"
     mvn -q -B -f tests/java/pom.xml dependency:copy-dependencies -DincludeScope=runtime \
         -DoutputDirectory="$CPRODUCER_KAFKA_LIBS"
+    echo "$sum" > "$stamp"
+}
+
+# Spark's own Kafka sink (spark-sql-kafka-0-10 and the jars it needs that pyspark does not ship),
+# for benchmarks/spark_sink.py, into the same git-ignored cache; fetched again when the pom changes
+export CPRODUCER_SPARK_KAFKA_LIBS=${CPRODUCER_SPARK_KAFKA_LIBS:-$(pwd)/.cache/spark-kafka/libs}
+spark_kafka_libs() {
+    local stamp="$CPRODUCER_SPARK_KAFKA_LIBS/.pom-sha256" pom=benchmarks/java/spark-kafka/pom.xml sum
+    sum=$(sha256sum "$pom" | cut -d' ' -f1)
+    [ "$(cat "$stamp" 2>/dev/null)" = "$sum" ] && return
+    if ! command -v mvn >/dev/null; then
+        as_root apt-get update -q
+        DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -q --no-install-recommends \
+            maven openjdk-17-jdk-headless
+    fi
+    rm -rf "$CPRODUCER_SPARK_KAFKA_LIBS"
+    mkdir -p "$CPRODUCER_SPARK_KAFKA_LIBS"
+    mvn -q -B -f "$pom" dependency:copy-dependencies -DincludeScope=runtime \
+        -DoutputDirectory="$CPRODUCER_SPARK_KAFKA_LIBS"
     echo "$sum" > "$stamp"
 }
 
@@ -149,6 +171,7 @@ case "$cmd" in
         exec "$VENV/bin/python" benchmarks/perf_broker.py "$@"
         ;;
     kafka-libs) kafka_libs ;;
+    spark-kafka-libs) spark_kafka_libs ;;
     demo) setup; exec "$VENV/bin/python" -m cproducer.demo "$@" ;;
     lint)
         "$VENV/bin/ruff" check .
@@ -168,5 +191,5 @@ case "$cmd" in
             --ram "$(awk '/MemTotal/ {print $2 " kB"}' /proc/meminfo)"
         exec "$VENV/bin/asv" run --machine "$ASV_MACHINE" --skip-existing-successful "${@:-NEW}"
         ;;
-    *) echo "usage: $0 {test|perf|demo|lint|docs|wheel-test|asv-record|kafka-libs|setup} [args]" >&2; exit 2 ;;
+    *) echo "usage: $0 {test|perf|demo|lint|docs|wheel-test|asv-record|kafka-libs|spark-kafka-libs|setup} [args]" >&2; exit 2 ;;
 esac
