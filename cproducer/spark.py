@@ -34,12 +34,16 @@ again; within one task attempt every row is sent once and counted as delivered o
 from __future__ import annotations
 
 import atexit
+import itertools
+import logging
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from cproducer.errors import ConfigError, KafkaError
+
+_log = logging.getLogger("cproducer.spark")
 
 SINK_BATCH_SIZE = 1048576
 SINK_MAX_REQUEST_SIZE = 8 * 1048576
@@ -296,55 +300,77 @@ def _without(kinds: Dict[str, str], name: str) -> Dict[str, str]:
     return {k: v for k, v in kinds.items() if k != name}
 
 
+def _task_stats(
+    options: Dict[str, Any],
+    topic: Optional[str],
+    kinds: Dict[str, str],
+    freeze_gc: bool,
+    batches: Iterator[Any],
+) -> TaskStats:
+    """Send every Arrow batch of one task through ``send_many``, flush, count what completed."""
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    pid = ctx.partitionId() if ctx else -1
+    attempt = ctx.attemptNumber() if ctx else 0
+    produced = delivered = errors = 0
+    first_error: Optional[str] = None
+    futures: List[Any] = []
+    try:
+        if freeze_gc:
+            _freeze_worker_gc()
+        producer = _worker_producer(options)
+        for batch in batches:
+            try:
+                futures.extend(_send_batch(producer, batch, topic, kinds))
+                produced += batch.num_rows
+            except Exception as exc:  # refused before acceptance: the rows count as errors
+                produced += batch.num_rows
+                errors += batch.num_rows
+                first_error = first_error or f"{type(exc).__name__}: {exc}"
+        producer.flush()
+    except Exception as exc:
+        first_error = first_error or f"{type(exc).__name__}: {exc}"
+    delivered, errors, first_error = _settle(futures, produced, errors, first_error)
+    return TaskStats(pid, attempt, produced, delivered, errors, first_error)
+
+
+def _settle(
+    futures: List[Any], produced: int, errors: int, first_error: Optional[str]
+) -> Tuple[int, int, Optional[str]]:
+    """(delivered, errors, first error) once every future completed."""
+    delivered = 0
+    for fut in futures:
+        try:
+            result = fut.get(timeout=600)
+        except Exception as exc:
+            first_error = first_error or f"{type(exc).__name__}: {exc}"
+            continue
+        delivered += result.count - len(result.errors)
+        errors += len(result.errors)
+        if result.errors and first_error is None:
+            index, row_exc = next(iter(result.errors.items()))
+            first_error = f"row {index}: {type(row_exc).__name__}: {row_exc}"
+    if delivered + errors < produced:
+        errors = produced - delivered
+    return delivered, errors, first_error
+
+
 def _make_task(
     options: Dict[str, Any], topic: Optional[str], kinds: Dict[str, str], freeze_gc: bool
 ) -> Any:
     def task(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
-        from pyspark import TaskContext
 
-        ctx = TaskContext.get()
-        pid = ctx.partitionId() if ctx else -1
-        attempt = ctx.attemptNumber() if ctx else 0
-        produced = delivered = errors = 0
-        first_error: Optional[str] = None
-        futures: List[Any] = []
-        try:
-            if freeze_gc:
-                _freeze_worker_gc()
-            producer = _worker_producer(options)
-            for batch in batches:
-                try:
-                    futures.extend(_send_batch(producer, batch, topic, kinds))
-                    produced += batch.num_rows
-                except Exception as exc:  # refused before acceptance: the rows count as errors
-                    produced += batch.num_rows
-                    errors += batch.num_rows
-                    first_error = first_error or f"{type(exc).__name__}: {exc}"
-            producer.flush()
-        except Exception as exc:
-            first_error = first_error or f"{type(exc).__name__}: {exc}"
-        for fut in futures:
-            try:
-                result = fut.get(timeout=600)
-            except Exception as exc:
-                first_error = first_error or f"{type(exc).__name__}: {exc}"
-                continue
-            delivered += result.count - len(result.errors)
-            errors += len(result.errors)
-            if result.errors and first_error is None:
-                index, row_exc = next(iter(result.errors.items()))
-                first_error = f"row {index}: {type(row_exc).__name__}: {row_exc}"
-        if delivered + errors < produced:
-            errors = produced - delivered
+        s = _task_stats(options, topic, kinds, freeze_gc, batches)
         yield pa.RecordBatch.from_pydict(
             {
-                "partition_id": pa.array([pid], pa.int32()),
-                "attempt": pa.array([attempt], pa.int32()),
-                "produced": pa.array([produced], pa.int64()),
-                "delivered": pa.array([delivered], pa.int64()),
-                "errors": pa.array([errors], pa.int64()),
-                "first_error": pa.array([first_error], pa.string()),
+                "partition_id": pa.array([s.partition_id], pa.int32()),
+                "attempt": pa.array([s.attempt], pa.int32()),
+                "produced": pa.array([s.produced], pa.int64()),
+                "delivered": pa.array([s.delivered], pa.int64()),
+                "errors": pa.array([s.errors], pa.int64()),
+                "first_error": pa.array([s.first_error], pa.string()),
             }
         )
 
@@ -422,3 +448,375 @@ def write_to_kafka(
 
 def _as_kwargs(options: Dict[str, Any]) -> Dict[str, Any]:
     return {"kafka." + k: v for k, v in options.items()}
+
+
+# ------------------------------------------------------------------ the "cproducer" format
+
+#: what Spark's own sink calls things: the options it reads besides ``kafka.*``
+_FORMAT_OPTIONS = {
+    "topic": "topic",
+    "deliveryguarantee": "deliveryGuarantee",
+    "transactionalidprefix": "transactionalIdPrefix",
+    "jobid": "jobId",
+    "freezeworkergc": "freezeWorkerGc",
+    "markerreader.": "markerReader.<librdkafka key>",
+}
+#: read by Spark itself (the stream's checkpoint), handed to the data source too
+_SPARK_OPTIONS = frozenset({"checkpointlocation", "path"})
+AT_LEAST_ONCE = "at-least-once"
+EXACTLY_ONCE = "exactly-once"
+DEFAULT_TRANSACTIONAL_ID_PREFIX = "cproducer-spark"
+#: local properties Structured Streaming sets on the jobs of a micro-batch (StreamExecution's
+#: QUERY_ID_KEY, MicroBatchExecution's BATCH_ID_KEY); the query id survives a restart from the
+#: checkpoint, the batch id of a replayed batch is the same
+_QUERY_ID_PROPERTY = "sql.streaming.queryId"
+_BATCH_ID_PROPERTY = "streaming.sql.batchId"
+
+
+@dataclass
+class WritePlan:
+    """What the driver decided from the options and the schema; pickled to every task."""
+
+    options: Dict[str, Any]
+    topic: Optional[str]
+    kinds: Dict[str, str]
+    exactly_once: bool = False
+    transactional_id_prefix: str = DEFAULT_TRANSACTIONAL_ID_PREFIX
+    #: batch writes: the id the transactional ids derive from (the jobId option, else a fresh
+    #: uuid per write); streams use the query id instead
+    job_id: Optional[str] = None
+    freeze_gc: bool = True
+    #: librdkafka settings of the admin client that reads the batch markers (exactly-once)
+    marker_reader: Dict[str, str] = field(default_factory=dict)
+
+
+def _spark_contract(schema: Any, topic: Optional[str]) -> Dict[str, str]:
+    """Column kinds by name, checked as Spark's ``KafkaWriter.validateQuery`` checks them (its
+    wording): ``topic`` string unless the topic option is set, ``key`` and ``value`` string or
+    binary, ``headers`` array<struct<key:string,value:binary>>, ``partition`` int."""
+    from pyspark.sql import types as T
+
+    fields = {f.name: f.dataType for f in schema.fields}
+    kinds: Dict[str, str] = {}
+
+    def check(name: str, ok: bool, wanted: str) -> None:
+        if not ok:
+            got = fields[name].simpleString()
+            raise ConfigError(
+                f"{name} attribute unsupported type {got}. {name} must be a(n) {wanted}"
+            )
+
+    if topic is None:  # the option, when given, wins over the column (Spark: a literal)
+        if "topic" not in fields:
+            raise ConfigError(
+                "topic option required when no 'topic' attribute is present. Use the topic "
+                "option for setting a topic."
+            )
+        check("topic", isinstance(fields["topic"], T.StringType), "string")
+        kinds["topic"] = "string"
+    if "key" in fields:
+        check("key", isinstance(fields["key"], (T.StringType, T.BinaryType)), "string or binary")
+        kinds["key"] = "key"
+    if "value" not in fields:
+        raise ConfigError("Required attribute 'value' not found")
+    check("value", isinstance(fields["value"], (T.StringType, T.BinaryType)), "string or binary")
+    kinds["value"] = "value"
+    if "headers" in fields:
+        dt = fields["headers"]
+        ok = (
+            isinstance(dt, T.ArrayType)
+            and isinstance(dt.elementType, T.StructType)
+            and [f.name for f in dt.elementType.fields] == ["key", "value"]
+            and isinstance(dt.elementType.fields[0].dataType, T.StringType)
+            and isinstance(dt.elementType.fields[1].dataType, T.BinaryType)
+        )
+        check("headers", ok, "array<struct<key:string,value:binary>>")
+        kinds["headers"] = "headers"
+    if "partition" in fields:
+        check("partition", isinstance(fields["partition"], T.IntegerType), "int")
+        kinds["partition"] = "int"
+    return kinds
+
+
+def _format_options(options: Any, schema: Any, streaming: bool) -> WritePlan:
+    """Check every option and the schema on the driver (in ``writer``/``streamWriter``, before
+    any task runs); Spark's messages where Spark's sink has one."""
+    from cproducer.producer.config import ProducerConfig
+
+    producer: Dict[str, Any] = {}
+    plan_opts: Dict[str, str] = {}
+    marker_reader: Dict[str, str] = {}
+    for raw_key, value in options.items():
+        key = raw_key.lower()  # Spark's options are case-insensitive
+        if key.startswith("kafka."):
+            name = key[len("kafka.") :]
+            if name in ("key.serializer", "value.serializer"):
+                what = "keys" if name.startswith("key") else "values"
+                raise ConfigError(
+                    f"Kafka option '{name}' is not supported as {what} are serialized with "
+                    "ByteArraySerializer."
+                )
+            if name == "transactional.id":
+                raise ConfigError(
+                    "Kafka option 'transactional.id' is not supported: every task would share "
+                    "it and fence the others; use deliveryGuarantee=exactly-once (and "
+                    "transactionalIdPrefix), which gives each task its own"
+                )
+            producer[name] = value
+        elif key.startswith("markerreader."):
+            marker_reader[key[len("markerreader.") :]] = value
+        elif key in _FORMAT_OPTIONS:
+            plan_opts[key] = value
+        elif key not in _SPARK_OPTIONS:
+            known = ", ".join(sorted(["kafka.<producer config>", *_FORMAT_OPTIONS.values()]))
+            raise ConfigError(f"cproducer format: unknown option {raw_key!r} (known: {known})")
+    if "bootstrap.servers" not in producer:
+        raise ConfigError(
+            "Option 'kafka.bootstrap.servers' must be specified for configuring Kafka producer"
+        )
+    ProducerConfig(producer)  # refuses unknown keys and bad values the way the producer does
+    guarantee = plan_opts.get("deliveryguarantee", AT_LEAST_ONCE).lower()
+    if guarantee not in (AT_LEAST_ONCE, EXACTLY_ONCE):
+        raise ConfigError(
+            f"option deliveryGuarantee: expected {AT_LEAST_ONCE!r} or {EXACTLY_ONCE!r}, "
+            f"got {guarantee!r}"
+        )
+    exactly_once = guarantee == EXACTLY_ONCE
+    for opt in ("transactionalidprefix", "jobid", "markerreader."):
+        if not exactly_once and (opt in plan_opts or (opt.endswith(".") and marker_reader)):
+            raise ConfigError(
+                f"option {_FORMAT_OPTIONS[opt]} is only used with deliveryGuarantee=exactly-once"
+            )
+    if exactly_once:
+        try:
+            import confluent_kafka  # noqa: F401
+        except ImportError:
+            raise ConfigError(
+                "deliveryGuarantee=exactly-once reads each task's batch marker (a committed "
+                "offset) with librdkafka's admin client: pip install confluent-kafka"
+            ) from None
+        for name in ("enable.idempotence", "acks"):
+            if name in producer and str(producer[name]).lower() not in ("true", "all", "-1"):
+                raise ConfigError(
+                    f"kafka.{name}={producer[name]} cannot be used with exactly-once "
+                    "(transactions need the idempotent producer and acks=all)"
+                )
+        if streaming and "jobid" in plan_opts:
+            raise ConfigError(
+                "option jobId is for batch writes; a stream's transactional ids derive from "
+                "its query id (kept in the checkpoint)"
+            )
+    freeze = plan_opts.get("freezeworkergc", "true").lower()
+    if freeze not in ("true", "false"):
+        raise ConfigError(f"option freezeWorkerGc: expected true or false, got {freeze!r}")
+    topic = plan_opts.get("topic")
+    kinds = _spark_contract(schema, topic)
+    # the function form's bulk defaults (batch.size, max.request.size, send.buffer.bytes)
+    producer = _producer_options(None, producer)
+    import uuid
+
+    return WritePlan(
+        options=producer,
+        topic=topic,
+        kinds=kinds,
+        exactly_once=exactly_once,
+        transactional_id_prefix=plan_opts.get(
+            "transactionalidprefix", DEFAULT_TRANSACTIONAL_ID_PREFIX
+        ),
+        job_id=None if streaming else plan_opts.get("jobid") or uuid.uuid4().hex,
+        freeze_gc=freeze == "true",
+        marker_reader=marker_reader,
+    )
+
+
+def _committed_batch(plan: WritePlan, group: str, marker: Tuple[str, int]) -> int:
+    """The offset committed for ``marker`` by ``group`` (-1 if none), read with require_stable:
+    the broker answers only once no transaction holding an offset for it is pending."""
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    conf = {"bootstrap.servers": plan.options["bootstrap.servers"]}
+    for name in ("security.protocol", "sasl.mechanism", "client.id"):
+        if name in plan.options:
+            conf[name] = str(plan.options[name])
+    conf.update(plan.marker_reader)
+    admin = AdminClient(conf)
+    request = ConsumerGroupTopicPartitions(group, [TopicPartition(marker[0], marker[1])])
+    futures = admin.list_consumer_group_offsets([request], require_stable=True)
+    result = futures[group].result(timeout=60)
+    offset = result.topic_partitions[0].offset
+    return offset if offset >= 0 else -1
+
+
+def _first_topic(batch: Any, plan: WritePlan) -> str:
+    if plan.topic is not None:
+        return plan.topic
+    for t in batch.column(batch.schema.get_field_index("topic")).to_pylist():
+        if t is not None:
+            return str(t)
+    raise ConfigError("a row has a null topic and no topic option")
+
+
+def _write_exactly_once(
+    plan: WritePlan, run_id: str, batch_id: int, batches: Iterator[Any]
+) -> Tuple[TaskStats, bool]:
+    """One transaction for the task's rows and its batch marker; (stats, skipped)."""
+    from pyspark import TaskContext
+
+    from cproducer import KafkaProducer
+
+    ctx = TaskContext.get()
+    pid = ctx.partitionId() if ctx else 0
+    attempt = ctx.attemptNumber() if ctx else 0
+    it = iter(batches)
+    first = next(it, None)
+    while first is not None and first.num_rows == 0:
+        first = next(it, None)
+    if first is None:  # nothing to write: no transaction, no marker
+        return TaskStats(pid, attempt, 0, 0, 0, None), False
+    # one transactional id per (prefix, query or job, Spark partition): every attempt of this
+    # task (retry, speculative copy, replay after a driver restart) uses the same id, so its
+    # init_transactions fences the attempts before it and aborts their open transaction
+    txn_id = f"{plan.transactional_id_prefix}-{run_id}-{pid}"
+    marker = (_first_topic(first, plan), 0)
+    producer = KafkaProducer({**plan.options, "transactional.id": txn_id})
+    try:
+        producer.init_transactions()
+        # the marker: the group's committed offset on partition 0 of the first row's topic is
+        # batch id + 1 once this task's transaction for that batch committed. Read after the
+        # fencing, with require_stable: an earlier attempt's transaction is settled by then.
+        if _committed_batch(plan, txn_id, marker) > batch_id:
+            return TaskStats(pid, attempt, 0, 0, 0, None), True
+        producer.begin_transaction()
+        produced = errors = 0
+        first_error: Optional[str] = None
+        futures: List[Any] = []
+        for batch in itertools.chain((first,), it):
+            futures.extend(_send_batch(producer, batch, plan.topic, plan.kinds))
+            produced += batch.num_rows
+        producer.flush()
+        delivered, errors, first_error = _settle(futures, produced, errors, first_error)
+        if errors:
+            producer.abort_transaction()
+            return TaskStats(pid, attempt, produced, delivered, errors, first_error), False
+        producer.send_offsets_to_transaction({marker: (batch_id + 1, f"batch {batch_id}")}, txn_id)
+        producer.commit_transaction()
+        return TaskStats(pid, attempt, produced, delivered, 0, None), False
+    finally:
+        producer.close(timeout=30)
+
+
+def _write_task(plan: WritePlan, batches: Iterator[Any], stream_batch: bool) -> Any:
+    """The body of a write task of the format: the commit message, or raise so Spark retries."""
+    from pyspark import TaskContext
+
+    skipped = False
+    if plan.exactly_once:
+        ctx = TaskContext.get()
+        if stream_batch:
+            run_id = ctx.getLocalProperty(_QUERY_ID_PROPERTY) if ctx else None
+            batch_text = ctx.getLocalProperty(_BATCH_ID_PROPERTY) if ctx else None
+            if run_id is None or batch_text is None:
+                raise KafkaSinkError(
+                    "exactly-once: this task carries no streaming query id or batch id "
+                    "(continuous processing is not supported)",
+                    DeliveryReport(0, 0, 0),
+                )
+            batch_id = int(batch_text)
+        else:
+            run_id, batch_id = str(plan.job_id), 0
+        stats, skipped = _write_exactly_once(plan, run_id, batch_id, batches)
+    else:
+        stats = _task_stats(plan.options, plan.topic, plan.kinds, plan.freeze_gc, batches)
+    if stats.errors:
+        # a failed task is retried by Spark: its rows go out again (at-least-once), or, with
+        # exactly-once, in a new transaction after this one was aborted
+        raise KafkaSinkError(
+            f"cproducer format: task {stats.partition_id} (attempt {stats.attempt}): "
+            f"{stats.errors} of {stats.produced} rows failed: {stats.first_error}",
+            DeliveryReport(stats.produced, stats.delivered, stats.errors, [stats]),
+        )
+    return KafkaCommitMessage(stats=stats, skipped=skipped)
+
+
+def _report(messages: List[Any]) -> DeliveryReport:
+    per_task = [m.stats for m in messages if isinstance(m, KafkaCommitMessage)]
+    return DeliveryReport(
+        produced=sum(t.produced for t in per_task),
+        delivered=sum(t.delivered for t in per_task),
+        errors=sum(t.errors for t in per_task),
+        per_task=sorted(per_task, key=lambda t: t.partition_id),
+    )
+
+
+try:  # the Python data source API: Spark 4.0+
+    from pyspark.sql.datasource import (
+        DataSource,
+        DataSourceArrowWriter,
+        DataSourceStreamArrowWriter,
+        WriterCommitMessage,
+    )
+except ImportError:  # pragma: no cover - older Spark: write_to_kafka only
+    pass
+else:
+
+    @dataclass
+    class KafkaCommitMessage(WriterCommitMessage):
+        """A task's stats; ``skipped``: exactly-once found its batch already committed."""
+
+        stats: TaskStats
+        skipped: bool = False
+
+    class KafkaBatchWriter(DataSourceArrowWriter):
+        def __init__(self, plan: WritePlan) -> None:
+            self.plan = plan
+            self.report: Optional[DeliveryReport] = None
+
+        def write(self, iterator: Iterator[Any]) -> KafkaCommitMessage:
+            return _write_task(self.plan, iterator, stream_batch=False)  # type: ignore[no-any-return]
+
+        def commit(self, messages: List[Optional[WriterCommitMessage]]) -> None:
+            self.report = _report(list(messages))
+            _log.info("cproducer format: wrote %s", self.report)
+
+    class KafkaStreamWriter(DataSourceStreamArrowWriter):
+        def __init__(self, plan: WritePlan) -> None:
+            self.plan = plan
+            self.report: Optional[DeliveryReport] = None
+
+        def write(self, iterator: Iterator[Any]) -> KafkaCommitMessage:
+            return _write_task(self.plan, iterator, stream_batch=True)  # type: ignore[no-any-return]
+
+        def commit(self, messages: List[Optional[WriterCommitMessage]], batchId: int) -> None:
+            self.report = _report(list(messages))
+            _log.info("cproducer format: batch %d: %s", batchId, self.report)
+
+        def abort(self, messages: List[Optional[WriterCommitMessage]], batchId: int) -> None:
+            # at-least-once: what the finished tasks sent stays; exactly-once: their
+            # transactions committed with their markers, so the replay skips them
+            _log.warning("cproducer format: batch %d aborted", batchId)
+
+    class KafkaDataSource(DataSource):
+        """``df.write.format("cproducer")`` / ``df.writeStream.format("cproducer")`` after
+        ``spark.dataSource.register(KafkaDataSource)``: Spark's Kafka sink contract, written
+        by cproducer from the Python workers (see docs/guides/spark.md)."""
+
+        @classmethod
+        def name(cls) -> str:
+            return "cproducer"
+
+        def schema(self) -> str:
+            return "key binary, value binary, topic string, partition int"
+
+        def writer(self, schema: Any, overwrite: bool) -> KafkaBatchWriter:
+            if overwrite:
+                # Spark's sink also takes ErrorIfExists; Spark refuses that mode to every
+                # Python data source before asking it
+                raise ConfigError(
+                    "Save mode Overwrite not allowed for Kafka. Allowed save mode is Append."
+                )
+            return KafkaBatchWriter(_format_options(self.options, schema, streaming=False))
+
+        def streamWriter(self, schema: Any, overwrite: bool) -> KafkaStreamWriter:
+            # overwrite (complete mode) writes every row of the result again, as Spark's sink
+            return KafkaStreamWriter(_format_options(self.options, schema, streaming=True))
