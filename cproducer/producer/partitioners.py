@@ -54,13 +54,28 @@ import inspect
 import numbers
 import random as _random
 import threading
+import time
 from collections import deque
-from typing import Any, Callable, Deque, Dict, FrozenSet, List, Mapping, Optional, Set, Tuple
+from typing import (
+    Any,
+    Callable,
+    Deque,
+    Dict,
+    FrozenSet,
+    List,
+    Mapping,
+    NamedTuple,
+    Optional,
+    Set,
+    Tuple,
+    Union,
+)
 
 from cproducer.errors import ConfigError
 from cproducer.utils.murmur2 import partition_for_key
 
 __all__ = [
+    "BrokerMetadata",
     "CallablePartitioner",
     "ClusterMetadataView",
     "DefaultPartitioner",
@@ -275,22 +290,79 @@ class CallablePartitioner(Partitioner):
         return f"CallablePartitioner({self.fn!r})"
 
 
+class BrokerMetadata(NamedTuple):
+    """A broker as kafka-python's ``ClusterMetadata`` gives it (the fields of its
+    ``MetadataResponseBroker``): ``node_id`` is ``'bootstrap-0'``... for a bootstrap address."""
+
+    node_id: Union[int, str]
+    host: str
+    port: int
+    rack: Optional[str] = None
+
+
+#: ClusterMetadata's methods that change the metadata or its refresh: the view is a snapshot
+_MUTATORS = frozenset(
+    (
+        "add_coordinator",
+        "add_listener",
+        "add_topic",
+        "attach",
+        "close",
+        "failed_update",
+        "metadata_request",
+        "remove_listener",
+        "request_update",
+        "set_topics",
+        "start_refresh_loop",
+        "update_metadata",
+        "update_partition_leader",
+    )
+)
+
+
+#: the producer settings a ClusterMetadataView reads
+_VIEW_SETTINGS = (
+    "bootstrap.servers",
+    "retry.backoff.ms",
+    "metadata.max.age.ms",
+    "allow.auto.create.topics",
+    "client.dns.lookup",
+)
+
+
 class ClusterMetadataView:
     """kafka-python's ``ClusterMetadata`` as its partitioners read it, over one
-    :class:`~cproducer.cluster.Cluster` (an immutable snapshot): partition ids as sets of ints,
-    ``None`` for a topic the metadata does not know."""
+    :class:`~cproducer.cluster.Cluster` (an immutable snapshot), with kafka-python's return types:
+    partition ids as sets of ints, ``None`` for a topic the metadata does not know, brokers as
+    :class:`BrokerMetadata`. ``settings``: the producer's configuration (Java's names), for
+    ``bootstrap_brokers()``, ``config``, ``ttl()`` and ``refresh_backoff()``.
 
-    __slots__ = ("_cluster", "_ids", "_available")
+    Not kept by cproducer's metadata, so answered as kafka-python answers for what it does not
+    know: ``topic_id`` / ``topic_name_for_id`` (None) and ``get_coordinator`` (None: the
+    transaction coordinator is the TransactionManager's, not the metadata's). The methods that
+    change the metadata (``request_update``, ``add_topic``, ...) raise AttributeError: the
+    producer refreshes its metadata itself."""
 
-    def __init__(self, cluster: Any) -> None:
+    __slots__ = ("_cluster", "_ids", "_available", "_settings", "_made_at")
+
+    #: kafka-python's attributes of a ClusterMetadata that is running
+    closed = False
+    need_all_topic_metadata = False
+
+    def __init__(self, cluster: Any, settings: Optional[Mapping[str, Any]] = None) -> None:
         self._cluster = cluster
         self._ids: Dict[str, FrozenSet[int]] = {}
         self._available: Dict[str, FrozenSet[int]] = {}
+        self._settings: Mapping[str, Any] = settings or {}
+        # a view is made when a new Cluster arrives: its age is the metadata's, for ttl()
+        self._made_at = time.monotonic()
 
     @property
     def cluster(self) -> Any:
         """The producer's Cluster this view reads."""
         return self._cluster
+
+    # -- topics and partitions ------------------------------------------------------------
 
     def topics(self, exclude_internal_topics: bool = True) -> Set[str]:
         topics = set(self._cluster.topics)
@@ -326,15 +398,138 @@ class ClusterMetadataView:
             return None
         return -1 if info.leader is None else int(info.leader.id)
 
-    def partitions_for_broker(self, broker_id: int) -> Optional[Set[Any]]:
+    def leader_epoch_for_partition(self, partition: Any) -> Optional[int]:
+        """The leader epoch of a ``(topic, partition)`` (-1 when the broker gave none), None for an
+        unknown partition."""
+        tp = (partition[0], partition[1])
+        if self._cluster.partition(tp) is None:
+            return None
+        return int(self._cluster.leader_epoch_for(tp))
+
+    def is_replica_node(self, partition: Any, node_id: Any) -> Optional[BrokerMetadata]:
+        """The broker ``node_id`` when it is known and a replica of the partition, else None."""
+        broker = self.broker_metadata(node_id)
+        info = self._cluster.partition((partition[0], partition[1]))
+        if broker is None or info is None:
+            return None
+        return broker if any(n.id == node_id for n in info.replicas) else None
+
+    def partitions_for_broker(self, broker_id: Any) -> Optional[Set[Any]]:
         """The ``(topic, partition)``s led by ``broker_id`` (None when it leads none)."""
         from cproducer.cluster import TopicPartition
 
+        if not isinstance(broker_id, int):
+            return None  # a bootstrap node's 'bootstrap-0' leads nothing
         led = {
             TopicPartition(p.topic, p.partition)
             for p in self._cluster.partitions_for_node(broker_id)
         }
         return led or None
+
+    def topic_id(self, topic_name: str) -> None:
+        """None: cproducer's metadata keeps no topic ids (kafka-python's answer for unknown)."""
+        return None
+
+    def topic_name_for_id(self, topic_id: Any) -> None:
+        """None: cproducer's metadata keeps no topic ids (kafka-python's answer for unknown)."""
+        return None
+
+    def get_coordinator(self, key: Any, key_type: Any = None) -> None:
+        """None (kafka-python's "unknown group"): coordinators are not in the metadata here."""
+        return None
+
+    # -- brokers ------------------------------------------------------------------------------
+
+    def brokers(self) -> List[BrokerMetadata]:
+        """The brokers of the metadata (none before the first answer, as in kafka-python)."""
+        if self._cluster.is_bootstrap_configured:
+            return []
+        return [BrokerMetadata(n.id, n.host, n.port, n.rack) for n in self._cluster.nodes]
+
+    def bootstrap_brokers(self) -> List[BrokerMetadata]:
+        """The ``bootstrap_servers`` addresses, with kafka-python's ids ``'bootstrap-0'``..."""
+        servers = self._settings.get("bootstrap.servers") or ()
+        return [
+            BrokerMetadata(f"bootstrap-{i}", host, port, None)
+            for i, (host, port) in enumerate(servers)
+        ]
+
+    def is_bootstrap(self, node_id: Any) -> bool:
+        return any(b.node_id == node_id for b in self.bootstrap_brokers())
+
+    def broker_metadata(self, broker_id: Any) -> Optional[BrokerMetadata]:
+        """A broker of the metadata, or a bootstrap address by its ``'bootstrap-N'`` id."""
+        if isinstance(broker_id, int) and not self._cluster.is_bootstrap_configured:
+            node = self._cluster.node_by_id(broker_id)
+            if node is not None:
+                return BrokerMetadata(node.id, node.host, node.port, node.rack)
+        for broker in self.bootstrap_brokers():
+            if broker.node_id == broker_id:
+                return broker
+        return None
+
+    @property
+    def controller(self) -> Optional[BrokerMetadata]:
+        node = self._cluster.controller
+        return None if node is None else BrokerMetadata(node.id, node.host, node.port, node.rack)
+
+    @property
+    def cluster_id(self) -> Optional[str]:
+        return self._cluster.cluster_id  # type: ignore[no-any-return]
+
+    @property
+    def internal_topics(self) -> Set[str]:
+        return set(self._cluster.internal_topics)
+
+    @property
+    def unauthorized_topics(self) -> Set[str]:
+        return set(self._cluster.unauthorized_topics)
+
+    # -- refresh --------------------------------------------------------------------------------
+
+    @property
+    def config(self) -> Dict[str, Any]:
+        """kafka-python's ``ClusterMetadata.config``, from the producer's settings."""
+        s = self._settings
+        return {
+            "retry_backoff_ms": s.get("retry.backoff.ms", 100),
+            "metadata_max_age_ms": s.get("metadata.max.age.ms", 300000),
+            "bootstrap_servers": [f"{h}:{p}" for h, p in s.get("bootstrap.servers") or ()],
+            "allow_auto_create_topics": s.get("allow.auto.create.topics", True),
+            "client_dns_lookup": s.get("client.dns.lookup", "use_all_dns_ips"),
+        }
+
+    def ttl(self) -> float:
+        """Milliseconds until this metadata is ``metadata_max_age_ms`` old (0 once it is)."""
+        age_ms = (time.monotonic() - self._made_at) * 1000.0
+        return max(float(self._settings.get("metadata.max.age.ms", 300000)) - age_ms, 0.0)
+
+    def refresh_backoff(self) -> int:
+        """``retry_backoff_ms``."""
+        return int(self._settings.get("retry.backoff.ms", 100))
+
+    @property
+    def need_update(self) -> bool:
+        """False: a view is the metadata as it was answered."""
+        return False
+
+    @property
+    def metadata_refresh_in_progress(self) -> bool:
+        """False: the producer refreshes its metadata out of the partitioner's sight."""
+        return False
+
+    def __getattr__(self, name: str) -> Any:
+        if name in _MUTATORS:
+            raise AttributeError(
+                f"the cluster view handed to a partitioner is read-only, so it has no {name}(): "
+                "the producer refreshes its metadata itself (metadata_max_age_ms, and at once "
+                "for a topic it does not know); read it with partitions_for_topic() and the like"
+            )
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def __str__(self) -> str:
+        brokers, topics = len(self.brokers()), len(self._cluster.topics)
+        return f"ClusterMetadata(brokers: {brokers}, topics: {topics}, coordinators: 0)"
 
     def __repr__(self) -> str:
         return f"ClusterMetadataView({self._cluster!r})"
@@ -385,11 +580,12 @@ class KafkaPythonPartitioner(Partitioner):
         self._on_new_batch = getattr(partitioner, "on_new_batch", None)
         self.has_on_new_batch = callable(self._on_new_batch)
         self._view: Optional[ClusterMetadataView] = None
+        self._settings: Mapping[str, Any] = {}
 
     def _view_of(self, cluster: Any) -> ClusterMetadataView:
         view = self._view
         if view is None or view.cluster is not cluster:
-            view = self._view = ClusterMetadataView(cluster)
+            view = self._view = ClusterMetadataView(cluster, self._settings)
         return view
 
     def partition(
@@ -409,6 +605,9 @@ class KafkaPythonPartitioner(Partitioner):
             self._on_new_batch(topic, self._view_of(cluster), prev_partition)
 
     def configure(self, configs: Mapping[str, Any]) -> None:
+        # the settings the cluster view answers with (bootstrap_brokers(), config, ttl())
+        self._settings = {k: configs[k] for k in _VIEW_SETTINGS if k in configs}
+        self._view = None
         configure = getattr(self.partitioner, "configure", None)
         if callable(configure):
             configure(configs)
