@@ -93,10 +93,25 @@ class CommitFailedError(KafkaError):
     """Offsets could not be committed: the consumer group moved on (a rebalance) since the
     consumer's group metadata was taken (Java's CommitFailedException)."""
 
+    def __init__(self, *args: Any) -> None:
+        # kafka-python's message when none is given
+        super().__init__(
+            *(
+                args
+                or (
+                    "Commit cannot be completed since the group has already rebalanced and "
+                    "assigned the partitions to another member.",
+                )
+            )
+        )
+
 
 class TransactionAbortedError(KafkaError):
     """The record was not sent: its transaction was aborted before it could be (Java's
     TransactionAbortedException)."""
+
+    #: kafka-python's class attribute (the batch's error message in Java too)
+    message: str = "Failing batch since transaction was aborted"
 
 
 class KafkaConnectionError(InvalidMetadataError):
@@ -130,6 +145,58 @@ class NoBrokersAvailable(InvalidMetadataError):
 
 class UnsupportedCodecError(KafkaError, ImportError):
     """A compression codec's library is not installed."""
+
+
+# kafka-python's other client-side errors: its consumer's and its network layer's. The producer
+# raises none of them, but programs written for kafka-python catch them by name, so they are
+# here with kafka-python's bases (``except`` clauses naming them must resolve).
+
+
+class Cancelled(RetriableError):
+    """An operation was cancelled before it finished (kafka-python's)."""
+
+
+class CorrelationIdError(RetriableError, KafkaProtocolError):
+    """An answer's correlation id is not the request's (kafka-python's; cproducer closes the
+    connection with ``CorruptResponseError``)."""
+
+
+class InvalidReceiveError(KafkaProtocolError):
+    """Bytes received could not be read as a response (kafka-python's; cproducer raises
+    ``CorruptResponseError``)."""
+
+
+class MetadataEmptyBrokerList(RetriableError):
+    """A metadata answer listed no brokers (kafka-python's)."""
+
+
+class NoOffsetForPartitionError(KafkaError):
+    """A consumer has no position for a partition and no reset policy (kafka-python's)."""
+
+
+class LogTruncationError(KafkaError):
+    """A consumer read past the end of a truncated log (kafka-python's, KIP-320);
+    ``divergent_offsets`` maps each partition to where it may resume (None: unknown)."""
+
+    def __init__(self, divergent_offsets: Any, *args: Any) -> None:
+        self.divergent_offsets = divergent_offsets
+        super().__init__(*(args or (f"Detected truncated partitions: {divergent_offsets}",)))
+
+
+class UnknownBrokerIdError(KafkaError):
+    """A node id that is not in the metadata (kafka-python's)."""
+
+
+class QuotaViolationError(KafkaError):
+    """A client quota was violated (kafka-python's)."""
+
+
+class StaleMetadata(InvalidMetadataError):
+    """The metadata is older than an operation needs (kafka-python's)."""
+
+
+class UnrecognizedBrokerVersion(KafkaError):
+    """The broker's version could not be told from its answers (kafka-python's)."""
 
 
 # ---------------------------------------------------------------- broker errors

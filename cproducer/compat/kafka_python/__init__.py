@@ -5,8 +5,8 @@ The engine speaks kafka-python's API itself, so this home re-exports it: the pro
 module (kafka-python's class names, Java's as aliases), its structs and serializers.
 """
 
-from cproducer import errors
 from cproducer.cluster import TopicPartition
+from cproducer.compat.kafka_python import errors
 from cproducer.producer.internals.produce_request_result import (
     FutureRecordMetadata,
     RecordMetadata,
