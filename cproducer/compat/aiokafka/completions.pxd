@@ -21,6 +21,13 @@ cdef class LoopCompletions:
     cdef int push(self, object delivery) except -1
     cdef int drain_on_loop(self) except -1
     cdef int _drain(self) except -1
+    cdef int _drain_batched(self) except -1
+    cdef bint _can_batch(self)
+    # the loop's call_soon is asyncio's own, replaceable by an instance attribute
+    cdef bint _plain_call_soon
+    cdef object _collect_bound
+    # the done-callbacks collected by a batched drain (None outside one)
+    cdef list _callbacks
     # the last timestamp made into an int, and that int (a batch's records mostly share one)
     cdef long long _last_ts
     cdef object _last_ts_obj

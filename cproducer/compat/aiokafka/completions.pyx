@@ -13,6 +13,15 @@ delivery on the producer's ``LoopCompletions``; when no hand-over is pending it 
 of the loop, not N. ``drain`` then resolves every queued future on the loop's thread, the only
 thread allowed to touch them. The futures are plain ``asyncio.Future`` objects, as aiokafka's.
 
+A resolved future schedules each of its done-callbacks with ``loop.call_soon``: a ``Handle``
+made in Python, run by the loop's next iteration. ``asyncio.gather`` puts one on every future it
+waits for, a task one on the future it awaits; for a burst of thousands of gathered futures that
+was most of the loop's cost per record. A drain run as a loop callback therefore collects the
+done-callbacks of the futures it resolves and runs them itself once they are all resolved, each
+in its context, an exception to the loop's exception handler (as ``Handle`` runs them): the same
+callbacks, once each, on the loop's thread, after their future is done, only without a Handle
+and a pass through the loop's ready queue each (``_drain_batched``).
+
 A record's future is out of the GC's lists. Thousands are in flight at a time, and the GC walked
 each one at every young collection until it moved it to the oldest generation, whose growth then
 triggered full collections: a tenth of the CPU of a send loop went to walking them. A pending
@@ -145,6 +154,11 @@ cdef class LoopCompletions:
         self._future_kwargs = {"loop": loop}
         self._call_soon_threadsafe = loop.call_soon_threadsafe
         self._call_soon = loop.call_soon
+        self._collect_bound = self._collect
+        self._callbacks = None
+        self._plain_call_soon = (
+            type(loop).call_soon is asyncio.BaseEventLoop.call_soon and hasattr(loop, "__dict__")
+        )
         self._queue = []
         self._scheduled = False
         self._drain_queued = False
@@ -159,7 +173,7 @@ cdef class LoopCompletions:
         if not self._scheduled and not self._drain_queued:
             self._scheduled = True
             try:
-                self._call_soon_threadsafe(self.drain)
+                self._call_soon_threadsafe(self._handover_drain)
             except RuntimeError:  # the loop is closed: nobody is left to await the futures
                 self._scheduled = False
                 self._abandon()
@@ -188,11 +202,72 @@ cdef class LoopCompletions:
 
     def _queued_drain(self):
         self._drain_queued = False
-        self._drain()
+        self._drain_batched()
+
+    def _handover_drain(self):
+        self._drain_batched()
 
     def drain(self):
-        """Resolve every queued future (on the loop's thread)."""
+        """Resolve every queued future (on the loop's thread; from a coroutine too: the futures'
+        done-callbacks are scheduled as usual)."""
         self._drain()
+
+    def _collect(self, callback, arg, context=None):
+        # the loop's call_soon while a batched drain resolves its futures: the done-callback
+        # is kept to be run at the end of the drain
+        self._callbacks.append((callback, arg, context))
+
+    cdef bint _can_batch(self):
+        # the loop's call_soon can be stood in for: asyncio's own (not a subclass's override,
+        # not uvloop's: no instance dict), not in debug mode (which checks and records each
+        # call)
+        loop = self.loop
+        return (self._plain_call_soon and not loop.get_debug()
+                and "call_soon" not in loop.__dict__)
+
+    cdef int _drain_batched(self) except -1:
+        """``_drain`` as a loop callback, the futures' done-callbacks run at its end.
+
+        Resolving a future schedules each of its done-callbacks with ``loop.call_soon``: a
+        ``Handle`` made in Python and run by the loop's next iteration, a few microseconds a
+        callback; ``asyncio.gather`` puts one on each of its futures, a task one on the future
+        it awaits. While the futures resolve, the loop's ``call_soon`` (which the C futures
+        look up on the loop object each time) is this producer's ``_collect``; the callbacks
+        then run here, each in its own context as ``Handle`` runs it (an exception goes to the
+        loop's exception handler). Only from a loop callback: a task's wake-up run from
+        inside another task's step would fail."""
+        cdef list callbacks
+        cdef Py_ssize_t i, n
+        if not self._can_batch():
+            return self._drain()
+        loop_dict = self.loop.__dict__
+        self._callbacks = callbacks = []
+        loop_dict["call_soon"] = self._collect_bound
+        try:
+            self._drain()
+        finally:
+            del loop_dict["call_soon"]
+            self._callbacks = None
+        n = len(callbacks)
+        for i in range(n):
+            callback, arg, context = callbacks[i]
+            try:
+                if context is None:
+                    callback(arg)
+                else:
+                    context.run(callback, arg)
+            except (SystemExit, KeyboardInterrupt):
+                # as the loop would: raised, the callbacks not run yet still scheduled
+                for j in range(i + 1, n):
+                    callback, arg, context = callbacks[j]
+                    self._call_soon(callback, arg, context=context)
+                raise
+            except BaseException as exc:
+                self.loop.call_exception_handler({
+                    "message": f"Exception in callback {callback!r}({arg!r})",
+                    "exception": exc,
+                })
+        return 0
 
     cdef int _drain(self) except -1:
         cdef list items
