@@ -132,7 +132,7 @@ DOCUMENTED_METHODS = {
     "begin_transaction": [],
     "commit_transaction": [],
     "abort_transaction": [],
-    "send_offsets_to_transaction": ["offsets"],
+    "send_offsets_to_transaction": ["offsets", "group_metadata"],
 }
 FUTURE_METHODS = {
     "get": ["timeout"],

@@ -57,9 +57,11 @@ from cproducer.producer.producer_args import (
     check_headers,
     check_partition_type,
     check_topic,
-    group_metadata,
     serialize,
     transaction_offsets,
+)
+from cproducer.producer.producer_args import (
+    group_metadata as read_group_metadata,
 )
 from cproducer.producer.producer_components import build_components
 from cproducer.producer.send_many import (
@@ -586,7 +588,7 @@ class KafkaProducer:
         self._call_metrics.record_since("txn-begin", start)
 
     def send_offsets_to_transaction(
-        self, offsets: Any, consumer_group_metadata: Any, timeout: Optional[float] = None
+        self, offsets: Any, group_metadata: Any, timeout: Optional[float] = None
     ) -> None:
         """Commit consumer offsets as part of the open transaction (consume-transform-produce):
         they take effect if and only if the transaction commits.
@@ -595,10 +597,11 @@ class KafkaProducer:
         the next record to consume; a value may also be an ``(offset, metadata)`` pair or have
         ``.offset``/``.metadata``), or an iterable of objects with ``.topic``, ``.partition``,
         ``.offset`` (e.g. confluent-kafka's ``TopicPartition`` list from ``consumer.position``).
-        ``consumer_group_metadata``: the group id (str) or a ``ConsumerGroupMetadata``."""
+        ``group_metadata`` (kafka-python's name for it): the group id (str) or a
+        ``ConsumerGroupMetadata``."""
         start = self._call_metrics.start()
         tm = self._txn("send_offsets_to_transaction")
-        group = group_metadata(consumer_group_metadata)
+        group = read_group_metadata(group_metadata)
         parsed = transaction_offsets(offsets)
         if parsed:  # Java sends nothing for no offsets
             result = tm.send_offsets_to_transaction(parsed, group)
@@ -665,6 +668,12 @@ class KafkaProducer:
         """Send what was accepted, then stop. ``timeout=0``: abort pending records (each callback
         gets ``ProducerClosedError`` exactly once). Idempotent. From a completion callback it is
         ``close(0)`` that does not wait for the I/O thread it runs on (as Java's)."""
+        # checked first: a bad timeout must not abort the pending records (kafka-python refuses
+        # it with ValueError too)
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 0
+        ):
+            raise ValueError(f"close: timeout must be None or seconds >= 0, got {timeout!r}")
         with self._close_lock:
             if self._closed and not self._sender.thread.is_alive():
                 return

@@ -232,3 +232,42 @@ def test_an_unknown_partition_is_refused_at_send(
         with pytest.raises(ValueError):
             producer.send(topic, b"v", partition=-1)
         assert producer.send(topic, b"v", partition=0).get(timeout=30).offset == 0
+
+
+# ------------------------------------------------------------------ the producer's methods
+
+
+def test_the_documented_methods_without_transactions(
+    peer: types.SimpleNamespace, broker: LocalBroker, new_topic: Callable[..., str]
+) -> None:
+    """Without ``transactional_id`` every transactional method raises IllegalStateError (by
+    keyword too); ``partitions_for`` gives a set of ints, ``bootstrap_connected`` a bool,
+    ``metrics()`` a dict of dicts; ``flush`` and ``close`` return None, ``close`` again does
+    nothing, and a negative close timeout is refused."""
+    topic = new_topic(2)
+    producer = peer.KafkaProducer(bootstrap_servers=broker.bootstrap_servers)
+    try:
+        for call in (
+            producer.init_transactions,
+            producer.begin_transaction,
+            producer.commit_transaction,
+            producer.abort_transaction,
+            lambda: producer.send_offsets_to_transaction(
+                offsets={peer.TopicPartition(topic, 0): 1}, group_metadata="g"
+            ),
+        ):
+            with pytest.raises(peer.errors.IllegalStateError):
+                call()
+        parts = producer.partitions_for(topic)
+        assert type(parts) is set and parts == {0, 1}
+        assert producer.bootstrap_connected() in (True, False)
+        metrics = producer.metrics()
+        assert isinstance(metrics, dict) and all(isinstance(v, dict) for v in metrics.values())
+        future = producer.send(topic, value=b"v", key=b"k", partition=1)
+        assert producer.flush(timeout=30) is None and future.is_done
+        with pytest.raises(ValueError):
+            producer.close(timeout=-1)
+    finally:
+        assert producer.close(timeout=30) is None
+    assert producer.close() is None
+    assert len(read_back(broker.bootstrap_servers, topic, 2, 1)) == 1
