@@ -9,7 +9,13 @@ import importlib
 import sys
 
 from cproducer.compat.aiokafka import *  # noqa: F403
-from cproducer.compat.aiokafka import __all__  # noqa: F401
+
+# __getattr__: aiokafka's names of what is not a producer (AIOKafkaConsumer, ...) refused with
+# where to look instead
+from cproducer.compat.aiokafka import (
+    __all__,  # noqa: F401
+    __getattr__,  # noqa: F401
+)
 
 for _name in (
     "_errors_generated",

@@ -182,7 +182,8 @@ class AIOKafkaProducer:
         when no bootstrap server answers within ``request_timeout_ms``) and, with a
         ``transactional_id``, get the producer id (fencing an older producer with the id)."""
         if self._loop is not asyncio.get_running_loop():
-            raise RuntimeError("Please create objects with the same loop as running with")
+            # aiokafka's check, an assert there
+            raise AssertionError("Please create objects with the same loop as running with")
         if self._engine is not None:
             return
         if self._closed:
@@ -276,12 +277,28 @@ class AIOKafkaProducer:
         await self.stop()
 
     def __del__(self, _warnings: Any = warnings) -> None:
-        if self._closed is False and self._engine is not None:
+        # as aiokafka: a producer made and never stopped is reported, started or not (a
+        # ResourceWarning and the loop's exception handler)
+        if self._closed is False:
             _warnings.warn(f"Unclosed AIOKafkaProducer {self!r}", ResourceWarning, source=self)
-            try:
-                self._engine.close(0)
-            except Exception:
-                pass
+            if not self._loop.is_closed():
+                self._loop.call_exception_handler(
+                    {"producer": self, "message": "Unclosed AIOKafkaProducer"}
+                )
+            if self._engine is not None:
+                try:
+                    self._engine.close(0)
+                except Exception:
+                    pass
+
+    @property
+    def client(self) -> Any:
+        """aiokafka's ``AIOKafkaClient``: none here (the engine has its own network client)."""
+        raise AttributeError(
+            "cproducer.aio.AIOKafkaProducer has no 'client' (aiokafka's AIOKafkaClient): use "
+            "await producer.partitions_for(topic) for a topic's partitions, aiokafka's "
+            "AIOKafkaAdminClient for the cluster's metadata"
+        )
 
     # ------------------------------------------------------------------ metadata
     async def partitions_for(self, topic: str) -> Set[int]:
