@@ -271,3 +271,42 @@ def test_the_documented_methods_without_transactions(
         assert producer.close(timeout=30) is None
     assert producer.close() is None
     assert len(read_back(broker.bootstrap_servers, topic, 2, 1)) == 1
+
+
+def test_a_raising_callback_does_not_stop_the_others(
+    peer: types.SimpleNamespace, broker: LocalBroker, new_topic: Callable[..., str]
+) -> None:
+    """kafka-python logs an exception from a callback and runs the next ones (its futures'
+    ``error_on_callbacks`` is False), before and after completion; ``get`` still answers."""
+    topic = new_topic(1)
+    calls: List[str] = []
+
+    def boom(md: Any) -> None:
+        calls.append("boom")
+        raise RuntimeError("a callback's bug")
+
+    with peer.KafkaProducer(bootstrap_servers=broker.bootstrap_servers, linger_ms=20) as producer:
+        future = producer.send(topic, b"v")
+        future.add_callback(boom).add_callback(lambda md: calls.append("next"))
+        assert future.get(timeout=30).offset == 0
+        future.add_callback(boom)
+        future.add_callback(lambda md: calls.append("late"))
+        producer.flush()
+    assert calls == ["boom", "next", "boom", "late"]
+
+
+def test_get_with_a_timeout_on_a_pending_future(
+    peer: types.SimpleNamespace, broker: LocalBroker, new_topic: Callable[..., str]
+) -> None:
+    """``get(timeout)`` on a record still lingering raises KafkaTimeoutError and leaves the
+    future pending; the record is delivered all the same."""
+    topic = new_topic(1)
+    with peer.KafkaProducer(bootstrap_servers=broker.bootstrap_servers, linger_ms=3000) as producer:
+        future = producer.send(topic, b"v")
+        with pytest.raises(peer.errors.KafkaTimeoutError):
+            future.get(timeout=0.05)
+        assert not future.is_done and not future.succeeded() and not future.failed()
+        assert future.value is None and future.exception is None
+        producer.flush()
+        assert future.get(timeout=0).offset == 0
+    assert len(read_back(broker.bootstrap_servers, topic, 1, 1)) == 1
