@@ -1,49 +1,98 @@
-"""Spark sink benchmark: cproducer.spark.write_to_kafka vs confluent-kafka per row in mapInArrow.
+"""Spark sink benchmark: Spark's own Kafka sink against cproducer's and confluent-kafka's.
 
-1M rows x 100-byte values, 4 Spark partitions, local[2], a warm session (each approach runs once
-untimed first), one LocalBroker, a fresh topic per run. Every row's delivery is counted. Both
-clients get the same linger.ms and compression.type; batch and request sizes are each sink's
-default (cproducer's sink: 1 MiB batches in requests of up to 8 MiB; librdkafka: 1,000,000 bytes
-for both).
+The same rows (--rows, default 1,000,000: an 8-byte key and a 100-byte value each, 4 Spark
+partitions, local[2]) go to the same broker, into a fresh 4-partition topic per run, through:
 
-All approaches run in the same reused Python workers (local[2]: two of them). cproducer's sink
-freezes each worker's garbage collector the first time it runs there (see
-cproducer.spark._freeze_worker_gc), so after the untimed first round the other approaches' tasks
-also skip the imported modules in PySpark's after-task gc.collect(). --no-gc-freeze keeps every
-worker unfrozen.
+- ``spark``: Spark's own sink, ``format("kafka")`` from the spark-sql-kafka-0-10 jar (Java's
+  KafkaProducer in the JVM; ``./dev.sh spark-kafka-libs`` fetches it into .cache/spark-kafka/libs,
+  ``$CPRODUCER_SPARK_KAFKA_LIBS`` names another directory; it is handed to the session as
+  ``spark.jars``);
+- ``cproducer``: cproducer's sink in the Python workers, ``format("cproducer")``
+  (``cproducer.spark.KafkaDataSource``, a Python data source: no JVM jar);
+- ``cproducer-eos`` (only when --sinks names it; on Apache Kafka): ``format("cproducer")`` with
+  ``deliveryGuarantee=exactly-once``: each task's rows in one transaction of a producer of its own,
+  with a batch marker (a committed offset) that a replayed task finds;
+- ``confluent``: confluent-kafka producing row by row inside ``mapInArrow`` (streams: in
+  ``foreachBatch``), the best a Python user has without a JVM jar.
 
-Each approach runs --repeats times, interleaved with the others; the table gives the median time
-and the CPU seconds each kind of process spent during the runs (on Linux): the JVM, the Python
-workers and the broker. On a 2-core machine they all share the cores, so the broker's share
-(Tansu's memory storage faults in a fresh page for every byte it keeps) is part of the time.
-Every run gets a fresh broker on a new port: Tansu's memory storage gets slower as it fills
-(measured: 0.30 CPU-s per 110 MB at first, 0.65 once ~400 MB are kept), which would charge each
-run for the rows of the runs before it. So each run's producers are new, as confluent's are (its
-sink makes one per task); ours is then reused by the worker's next task.
-"mapInArrow alone" reads the same rows and produces nothing: Spark's own floor.
+Two modes: ``batch`` writes a cached DataFrame (``df.write``); ``stream`` runs a streaming query
+over a directory of 4 parquet files holding the same rows (``readStream``, one file per
+partition, ``trigger(availableNow=True)``), each run with its own fresh checkpoint directory, so
+the source's read is part of every sink's time.
 
-    python benchmarks/spark_sink.py [--rows 1000000] [--repeats 3] [--compression lz4]
-                                    [--no-gc-freeze]
+Settings that matter are the same for all: acks=all, linger.ms (--linger-ms; default 0, what
+Spark's sink gets from its kafka-clients' defaults), compression.type (--compression, default
+none), idempotence on (Java's default; librdkafka is told so), keys partitioned with murmur2
+(librdkafka is told ``murmur2_random``, Java's partitioner). Batch and request sizes are each
+sink's own defaults: Spark's sink 16 KiB batches in requests of up to 1 MiB (kafka-clients'),
+cproducer's sink 1 MiB batches in requests of up to 8 MiB, librdkafka 1,000,000 bytes for both.
+
+Each sink runs once untimed per mode first (warm-up: the JVM's JIT, the Python workers' imports),
+then --repeats rounds in which the sinks alternate; the table gives the median time, rows/s and
+the ratio of rows/s to Spark's sink's (medians of the same run), and the CPU seconds each kind of
+process spent (on Linux): the JVM (Spark's driver and executor), the Python workers and the broker.
+Every run is checked: reading the topic back with librdkafka finds --rows records (no row lost,
+none twice).
+
+Brokers: ``--broker tansu`` (default) an embedded Tansu (cproducer.tools.localbroker), fresh for
+every run (its memory storage gets slower as it fills); ``--broker kafka`` Apache Kafka 4.4.0 in
+KRaft mode (tests/tools/apache_kafka.py; jars from ``./dev.sh kafka-libs``,
+``$CPRODUCER_KAFKA_LIBS``), one broker for the whole run, each run's topic deleted after it is
+counted. Run from the repository's root:
+
+    ./dev.sh spark-kafka-libs
+    python benchmarks/spark_sink.py [--broker tansu|kafka] [--modes batch,stream]
+                                    [--rows 1000000] [--repeats 3] [--linger-ms 0]
+                                    [--compression none|gzip|snappy|lz4|zstd]
+                                    [--sinks spark,cproducer,confluent,cproducer-eos]
 """
 
 from __future__ import annotations
 
 import argparse
+import glob
 import os
+import shutil
 import statistics
 import sys
+import tempfile
 import time
 import uuid
-from typing import Any, Dict, Iterator, List, Optional
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterator, List, Optional
 
+_REPO = Path(__file__).resolve().parents[1]
 _CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+PARTITIONS = 4
+LABELS = {
+    "spark": "Spark's sink, format(kafka)",
+    "cproducer": 'cproducer, format("cproducer")',
+    "confluent": "confluent-kafka in mapInArrow",
+    "cproducer-eos": "cproducer exactly-once",
+}
+
+
+def spark_kafka_jars() -> List[str]:
+    d = Path(
+        os.environ.get("CPRODUCER_SPARK_KAFKA_LIBS") or _REPO / ".cache" / "spark-kafka" / "libs"
+    )
+    jars = sorted(glob.glob(str(d / "*.jar")))
+    if not any("spark-sql-kafka-0-10" in j for j in jars):
+        raise SystemExit(
+            f"no spark-sql-kafka-0-10 jar in {d}: run `./dev.sh spark-kafka-libs` "
+            "(benchmarks/java/spark-kafka/pom.xml) or set CPRODUCER_SPARK_KAFKA_LIBS"
+        )
+    return jars
 
 
 def cpu_by_kind(broker_pid: Optional[int]) -> Dict[str, float]:
-    """CPU seconds (user + system) so far of the JVM, the PySpark workers and the broker."""
+    """CPU seconds (user + system) so far of this process's descendants, by kind: the JVM
+    (Spark's), the PySpark workers and the broker (other processes on the machine are left out)."""
     out = {"jvm": 0.0, "workers": 0.0, "broker": 0.0}
     if not os.path.isdir("/proc"):
         return out
+    procs = {}
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
             continue
@@ -51,22 +100,65 @@ def cpu_by_kind(broker_pid: Optional[int]) -> Dict[str, float]:
             with open(f"/proc/{pid}/stat") as f:
                 stat = f.read()
             with open(f"/proc/{pid}/cmdline", "rb") as f:
-                cmd = f.read().replace(b"\0", b" ")
+                cmd = f.read().split(b"\0")
         except OSError:
             continue
         fields = stat[stat.rfind(")") + 2 :].split()
-        seconds = (int(fields[11]) + int(fields[12])) / _CLK_TCK
-        if broker_pid is not None and int(pid) == broker_pid:
+        procs[int(pid)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / _CLK_TCK, cmd)
+    ours = {os.getpid()}
+    grew = True
+    while grew:
+        grew = False
+        for pid, (ppid, _, _) in procs.items():
+            if ppid in ours and pid not in ours:
+                ours.add(pid)
+                grew = True
+    for pid in ours - {os.getpid()}:
+        _, seconds, cmd = procs[pid]
+        if pid == broker_pid:
             out["broker"] += seconds
-        elif b"java" in cmd.split(b" ")[0]:
+        elif cmd and cmd[0].endswith(b"java"):
             out["jvm"] += seconds
         elif b"pyspark.daemon" in cmd or b"pyspark.worker" in cmd:
             out["workers"] += seconds
     return out
 
 
-def confluent_sink(df: Any, topic: str, bootstrap: str, config: Dict[str, Any]) -> int:
-    """The best a user can do today without a JVM Kafka jar: produce per row in mapInArrow."""
+def count_back(bootstrap: str, topic: str, expected: int, settle_s: float = 0.5) -> int:
+    """The records of ``topic``, read back with librdkafka from offset 0: until ``expected`` were
+    seen, then ``settle_s`` more (duplicates would show), or 120 s. (Not the end offsets: Tansu's
+    high watermarks do not count records.)"""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"count-{uuid.uuid4().hex[:8]}",
+            "enable.auto.commit": False,
+            "fetch.wait.max.ms": 50,
+        }
+    )
+    try:
+        c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
+        seen = 0
+        deadline = time.monotonic() + 120
+        settle: Optional[float] = None
+        while time.monotonic() < (settle or deadline):
+            for msg in c.consume(num_messages=10000, timeout=0.1):
+                if msg.error() is None:
+                    seen += 1
+            if settle is None and seen >= expected:
+                settle = time.monotonic() + settle_s
+        return seen
+    finally:
+        c.close()
+
+
+# ------------------------------------------------------------------ the sinks
+
+
+def confluent_rows(df: Any, topic: str, bootstrap: str, config: Dict[str, Any]) -> int:
+    """Produce every row of ``df`` with confluent-kafka inside mapInArrow; the delivered count."""
 
     def task(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
@@ -80,11 +172,12 @@ def confluent_sink(df: Any, topic: str, bootstrap: str, config: Dict[str, Any]) 
                 delivered[0] += 1
 
         for batch in batches:
-            values = batch.column(0).to_pylist()
-            for v in values:
+            keys = batch.column(0).to_pylist()
+            values = batch.column(1).to_pylist()
+            for k, v in zip(keys, values):
                 while True:
                     try:
-                        p.produce(topic, v, on_delivery=on_delivery)
+                        p.produce(topic, v, k, on_delivery=on_delivery)
                         break
                     except BufferError:
                         p.poll(0.01)
@@ -92,128 +185,287 @@ def confluent_sink(df: Any, topic: str, bootstrap: str, config: Dict[str, Any]) 
         p.flush(120)
         yield pa.RecordBatch.from_pydict({"delivered": pa.array([delivered[0]], pa.int64())})
 
-    rows = df.select("value").mapInArrow(task, "delivered long").collect()
+    rows = df.select("key", "value").mapInArrow(task, "delivered long").collect()
     return sum(r["delivered"] for r in rows)
 
 
-def spark_alone(df: Any) -> int:
-    """mapInArrow reading every row and producing nothing."""
+class Sinks:
+    """One write of each sink in each mode; ``run(name, mode, bootstrap, topic)``."""
 
-    def task(batches: Iterator[Any]) -> Iterator[Any]:
-        import pyarrow as pa
+    def __init__(
+        self,
+        spark: Any,
+        batch_df: Any,
+        stream_dir: str,
+        schema: Any,
+        producer: Dict[str, Any],
+        work: str,
+    ) -> None:
+        self.spark, self.batch_df = spark, batch_df
+        self.stream_dir, self.schema = stream_dir, schema
+        self.producer = producer  # Java producer settings every sink gets
+        self.work = work
+        from cproducer.spark import KafkaDataSource
 
-        n = 0
-        for batch in batches:
-            n += batch.num_rows
-        yield pa.RecordBatch.from_pydict({"delivered": pa.array([n], pa.int64())})
+        spark.dataSource.register(KafkaDataSource)
 
-    return sum(
-        r["delivered"] for r in df.select("value").mapInArrow(task, "delivered long").collect()
-    )
+    def checkpoint(self) -> str:
+        return tempfile.mkdtemp(prefix="checkpoint-", dir=self.work)
+
+    def stream(self) -> Any:
+        return self.spark.readStream.schema(self.schema).parquet(self.stream_dir)
+
+    def kafka_options(self, bootstrap: str, topic: str) -> Dict[str, str]:
+        options = {"kafka.bootstrap.servers": bootstrap, "topic": topic}
+        options.update({f"kafka.{k}": str(v) for k, v in self.producer.items()})
+        return options
+
+    def run(self, name: str, mode: str, bootstrap: str, topic: str) -> None:
+        getattr(self, f"{name.replace('-', '_')}_{mode}")(bootstrap, topic)
+
+    def _start(self, writer: Any) -> None:
+        query = writer.trigger(availableNow=True).start()
+        query.awaitTermination()
+        if query.exception() is not None:
+            raise RuntimeError(f"streaming query failed: {query.exception()}")
+
+    # Spark's own sink
+    def spark_batch(self, bootstrap: str, topic: str) -> None:
+        self.batch_df.write.format("kafka").options(**self.kafka_options(bootstrap, topic)).save()
+
+    def spark_stream(self, bootstrap: str, topic: str) -> None:
+        writer = (
+            self.stream()
+            .writeStream.format("kafka")
+            .options(**self.kafka_options(bootstrap, topic))
+            .option("checkpointLocation", self.checkpoint())
+        )
+        self._start(writer)
+
+    # cproducer's
+    def cproducer_batch(self, bootstrap: str, topic: str) -> None:
+        (
+            self.batch_df.write.format("cproducer")
+            .options(**self.kafka_options(bootstrap, topic))
+            .mode("append")
+            .save()
+        )
+
+    def cproducer_stream(self, bootstrap: str, topic: str) -> None:
+        writer = (
+            self.stream()
+            .writeStream.format("cproducer")
+            .options(**self.kafka_options(bootstrap, topic))
+            .option("checkpointLocation", self.checkpoint())
+        )
+        self._start(writer)
+
+    # cproducer's exactly-once option: a transaction per task, with a batch marker
+    def cproducer_eos_batch(self, bootstrap: str, topic: str) -> None:
+        (
+            self.batch_df.write.format("cproducer")
+            .options(**self.kafka_options(bootstrap, topic))
+            .option("deliveryGuarantee", "exactly-once")
+            .mode("append")
+            .save()
+        )
+
+    def cproducer_eos_stream(self, bootstrap: str, topic: str) -> None:
+        writer = (
+            self.stream()
+            .writeStream.format("cproducer")
+            .options(**self.kafka_options(bootstrap, topic))
+            .option("deliveryGuarantee", "exactly-once")
+            .option("checkpointLocation", self.checkpoint())
+        )
+        self._start(writer)
+
+    # confluent-kafka's
+    def confluent_config(self) -> Dict[str, Any]:
+        return {**self.producer, "enable.idempotence": True, "partitioner": "murmur2_random"}
+
+    def confluent_batch(self, bootstrap: str, topic: str) -> None:
+        confluent_rows(self.batch_df, topic, bootstrap, self.confluent_config())
+
+    def confluent_stream(self, bootstrap: str, topic: str) -> None:
+        config = self.confluent_config()
+
+        def each(batch_df: Any, _batch_id: int) -> None:
+            confluent_rows(batch_df, topic, bootstrap, config)
+
+        writer = (
+            self.stream()
+            .writeStream.foreachBatch(each)
+            .option("checkpointLocation", self.checkpoint())
+        )
+        self._start(writer)
 
 
-LABELS = {
-    "alone": "mapInArrow alone (no producing)",
-    "cproducer": "cproducer write_to_kafka",
-    "confluent": "confluent-kafka per row, mapInArrow",
-}
+# ------------------------------------------------------------------ brokers
+
+
+@contextmanager
+def tansu_per_run() -> Iterator[Callable[[], Any]]:
+    """A fresh Tansu for every run: its memory storage slows as it fills."""
+    from cproducer.tools.localbroker import LocalBroker
+
+    @contextmanager
+    def one() -> Iterator[Any]:
+        with LocalBroker() as broker:
+            yield broker
+
+    yield one
+
+
+@contextmanager
+def kafka_for_all() -> Iterator[Callable[[], Any]]:
+    """One Apache Kafka broker for every run (starting one takes seconds)."""
+    sys.path.insert(0, str(_REPO))
+    from tests.tools.apache_kafka import ApacheKafka
+
+    with ApacheKafka() as broker:
+
+        @contextmanager
+        def one() -> Iterator[Any]:
+            yield broker
+
+        yield one
+
+
+def delete_topic(bootstrap: str, topic: str) -> None:
+    from confluent_kafka.admin import AdminClient
+
+    for future in AdminClient({"bootstrap.servers": bootstrap}).delete_topics([topic]).values():
+        future.result(30)
+
+
+# ------------------------------------------------------------------ main
 
 
 def main(argv: Any = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--broker", choices=["tansu", "kafka"], default="tansu")
+    ap.add_argument("--modes", default="batch,stream")
+    ap.add_argument(
+        "--sinks",
+        default="spark,cproducer,confluent",
+        help="any of spark, cproducer, confluent, cproducer-eos (Apache Kafka only: Tansu's "
+        "transactions are partial, docs/tested-against.md)",
+    )
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--linger-ms", type=int, default=5)
+    ap.add_argument("--linger-ms", type=int, default=0)
     ap.add_argument(
         "--compression", default="none", choices=["none", "gzip", "snappy", "lz4", "zstd"]
     )
-    ap.add_argument(
-        "--no-gc-freeze",
-        action="store_true",
-        help="write_to_kafka(freeze_worker_gc=False): no worker's garbage collector is frozen",
-    )
     args = ap.parse_args(argv)
+    modes = [m for m in args.modes.split(",") if m]
+    sinks = [s for s in args.sinks.split(",") if s]
+    for s in sinks:
+        if s not in LABELS:
+            ap.error(f"unknown sink {s!r}: one of {', '.join(LABELS)}")
+    for m in modes:
+        if m not in ("batch", "stream"):
+            ap.error(f"unknown mode {m!r}: batch or stream")
+    jars = spark_kafka_jars()
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ["PYSPARK_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
-    from cproducer.localbroker import LocalBroker
-    from cproducer.spark import write_to_kafka
-
+    load_before = os.getloadavg()
+    work = tempfile.mkdtemp(prefix="spark-sink-")
     spark = (
         SparkSession.builder.master("local[2]")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.jars", ",".join(jars))
+        # one parquet file per partition for the stream, as the batch DataFrame has 4
+        .config("spark.sql.files.openCostInBytes", str(128 * 1048576))
+        .config("spark.sql.streaming.forceDeleteTempCheckpointLocation", "true")
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
-    pad = "x" * 92
-    df = (
-        spark.range(args.rows, numPartitions=4)
-        .select(
+    try:
+        pad = "x" * 92
+        df = spark.range(args.rows, numPartitions=PARTITIONS).select(
+            F.lpad(F.col("id").cast("string"), 8, "0").cast("binary").alias("key"),
             F.concat(F.lpad(F.col("id").cast("string"), 8, "0"), F.lit(pad))
             .cast("binary")
-            .alias("value")
+            .alias("value"),
         )
-        .cache()
-    )
-    df.count()
-    config = {"linger.ms": args.linger_ms, "compression.type": args.compression}
-    times: Dict[str, List[float]] = {name: [] for name in LABELS}
-    cpu: Dict[str, Dict[str, float]] = {name: {} for name in LABELS}
-    for run in range(args.repeats + 1):  # run 0 warms up
-        for name in LABELS:
-            # A fresh broker for every run: Tansu's memory storage gets slower as it fills, which
-            # would charge each run for the rows of the runs before it. A new port, so each run's
-            # producers are new too (the same port would let our cached ones meet a broker that
-            # forgot their producer id: a 0.1 s UNKNOWN_PRODUCER_ID retry confluent never pays).
-            with LocalBroker() as broker:
-                broker_pid = broker.process.pid if broker.process is not None else None
-                topic = f"sink-{name}-{uuid.uuid4().hex[:6]}"
-                broker.create_topic(topic, 4)
-                before = cpu_by_kind(broker_pid)
-                t0 = time.perf_counter()
-                if name == "alone":
-                    delivered = spark_alone(df)
-                elif name == "cproducer":
-                    report = write_to_kafka(
-                        df,
-                        topic,
-                        bootstrap_servers=broker.bootstrap_servers,
-                        linger_ms=args.linger_ms,
-                        compression_type=args.compression,
-                        freeze_worker_gc=not args.no_gc_freeze,
-                    )
-                    delivered = report.delivered
-                else:
-                    delivered = confluent_sink(df, topic, broker.bootstrap_servers, config)
-                elapsed = time.perf_counter() - t0
-                after = cpu_by_kind(broker_pid)
-            assert delivered == args.rows, (name, delivered)
-            if run:
-                times[name].append(elapsed)
-                for kind, seconds in after.items():
-                    cpu[name][kind] = cpu[name].get(kind, 0.0) + seconds - before[kind]
-    spark.stop()
+        stream_dir = os.path.join(work, "source")
+        df.write.parquet(stream_dir)
+        batch_df = df.cache()
+        batch_df.count()
+        producer = {
+            "acks": "all",
+            "linger.ms": args.linger_ms,
+            "compression.type": args.compression,
+        }
+        bench = Sinks(spark, batch_df, stream_dir, df.schema, producer, work)
+        stream_partitions = spark.read.parquet(stream_dir).rdd.getNumPartitions()
+        times: Dict[str, List[float]] = {f"{s} {m}": [] for m in modes for s in sinks}
+        cpu: Dict[str, Dict[str, float]] = {k: {} for k in times}
+        brokers = tansu_per_run() if args.broker == "tansu" else kafka_for_all()
+        with brokers as broker_for_run:
+            for run in range(args.repeats + 1):  # run 0 warms up
+                order = sinks if run % 2 else sinks[::-1]
+                for mode in modes:
+                    for name in order:
+                        with broker_for_run() as broker:
+                            pid = broker.process.pid if broker.process is not None else None
+                            topic = f"sink-{name}-{mode}-{uuid.uuid4().hex[:6]}"
+                            broker.create_topic(topic, PARTITIONS)
+                            before = cpu_by_kind(pid)
+                            t0 = time.perf_counter()
+                            bench.run(name, mode, broker.bootstrap_servers, topic)
+                            elapsed = time.perf_counter() - t0
+                            after = cpu_by_kind(pid)
+                            written = count_back(broker.bootstrap_servers, topic, args.rows)
+                            if args.broker == "kafka":
+                                delete_topic(broker.bootstrap_servers, topic)
+                        if written != args.rows:
+                            raise SystemExit(f"{name} {mode}: {written} rows in the topic")
+                        key = f"{name} {mode}"
+                        print(
+                            f"  {'warm-up' if run == 0 else f'round {run}'}: {key} {elapsed:.2f} s",
+                            file=sys.stderr,
+                        )
+                        if run:
+                            times[key].append(elapsed)
+                            for kind, seconds in after.items():
+                                cpu[key][kind] = cpu[key].get(kind, 0.0) + seconds - before[kind]
+    finally:
+        spark.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    load_after = os.getloadavg()
     print(
-        f"{args.rows:,} rows x 100 B, 4 partitions, local[2], linger.ms={args.linger_ms}, "
-        f"compression={args.compression}, median of {args.repeats}, "
-        f"Python {sys.version.split()[0]}, workers' gc {'not ' if args.no_gc_freeze else ''}frozen"
+        f"{args.rows:,} rows x (8 B key, 100 B value), {PARTITIONS} partitions "
+        f"(stream: {stream_partitions} parquet files), local[2], broker {args.broker}, "
+        f"acks=all, linger.ms={args.linger_ms}, compression={args.compression}, "
+        f"median of {args.repeats}, Python {sys.version.split()[0]}"
     )
     print(
-        f"{'approach':<37}{'time s':>8}{'min-max':>12}{'rows/s':>12}"
+        f"load average (1, 5, 15 min): before {', '.join(f'{x:.2f}' for x in load_before)}; "
+        f"after {', '.join(f'{x:.2f}' for x in load_after)}"
+    )
+    print(
+        f"{'mode':<7}{'sink':<31}{'time s':>8}{'min-max':>12}{'rows/s':>11}{'vs Spark':>9}"
         f"{'CPU s: JVM':>12}{'workers':>9}{'broker':>8}"
     )
-    median = {name: statistics.median(v) for name, v in times.items()}
-    for name in LABELS:
-        c = {k: v / args.repeats for k, v in cpu[name].items()}
-        spread = f"{min(times[name]):.2f}-{max(times[name]):.2f}"
-        print(
-            f"{LABELS[name]:<37}{median[name]:>8.2f}{spread:>12}{args.rows / median[name]:>12,.0f}"
-            f"{c['jvm']:>12.2f}{c['workers']:>9.2f}{c['broker']:>8.2f}"
-        )
-    print(f"ratio: {median['confluent'] / median['cproducer']:.2f}x the rows/s (medians)")
+    for mode in modes:
+        median = {s: statistics.median(times[f"{s} {mode}"]) for s in sinks}
+        for s in sinks:
+            key = f"{s} {mode}"
+            c = {k: v / args.repeats for k, v in cpu[key].items()}
+            spread = f"{min(times[key]):.2f}-{max(times[key]):.2f}"
+            ratio = f"{median['spark'] / median[s]:.2f}x" if "spark" in median else "-"
+            print(
+                f"{mode:<7}{LABELS[s]:<31}{median[s]:>8.2f}{spread:>12}"
+                f"{args.rows / median[s]:>11,.0f}{ratio:>9}"
+                f"{c['jvm']:>12.2f}{c['workers']:>9.2f}{c['broker']:>8.2f}"
+            )
     return 0
 
 
