@@ -184,3 +184,20 @@ def test_every_documented_method_takes_kafka_pythons_parameters(module_name: str
     from kafka.producer.future import RecordMetadata
 
     assert home.RecordMetadata._fields == RecordMetadata._fields
+
+
+def test_the_partitioners_cluster_view_refuses_to_change_the_metadata() -> None:
+    """kafka-python's ClusterMetadata lets a partitioner ask for a refresh or add a topic; the
+    view cproducer hands over is a snapshot, so those calls raise AttributeError saying what the
+    producer does instead (a misspelt name gets Python's usual message)."""
+    from cproducer.cluster import Cluster, Node, PartitionInfo
+    from cproducer.producer.partitioners import ClusterMetadataView
+
+    node = Node(1, "h", 9092)
+    view = ClusterMetadataView(Cluster([node], [PartitionInfo("t", 0, node, (node,), (node,))]))
+    assert view.partitions_for_topic("t") == {0}
+    for name in ("request_update", "add_topic", "set_topics", "update_metadata"):
+        with pytest.raises(AttributeError, match="read-only.*refreshes its metadata itself"):
+            getattr(view, name)
+    with pytest.raises(AttributeError, match="has no attribute 'partitions_for_topik'"):
+        view.partitions_for_topik  # noqa: B018
