@@ -23,10 +23,12 @@ cdef class LoopCompletions:
     cdef int _drain(self) except -1
     cdef int _drain_batched(self) except -1
     cdef bint _can_batch(self)
+    cdef int _schedule(self, list callbacks, Py_ssize_t start) except -1
     # the loop's call_soon is asyncio's own, replaceable by an instance attribute
     cdef bint _plain_call_soon
     cdef object _collect_bound
-    # the done-callbacks collected by a batched drain (None outside one)
+    # the done-callbacks collected by a batched drain, (callback, arg, context) flat (None
+    # outside one)
     cdef list _callbacks
     # the last timestamp made into an int, and that int (a batch's records mostly share one)
     cdef long long _last_ts

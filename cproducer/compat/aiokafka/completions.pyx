@@ -214,8 +214,13 @@ cdef class LoopCompletions:
 
     def _collect(self, callback, arg, context=None):
         # the loop's call_soon while a batched drain resolves its futures: the done-callback
-        # is kept to be run at the end of the drain
-        self._callbacks.append((callback, arg, context))
+        # is kept to be run at the end of the drain. Three items of a flat list, no tuple: a
+        # drain collects thousands, and as many live tuples would trigger collections of the
+        # cyclic GC in the middle of it (each walking what gather holds: its futures, lists)
+        callbacks = self._callbacks
+        callbacks.append(callback)
+        callbacks.append(arg)
+        callbacks.append(context)
 
     cdef bint _can_batch(self):
         # the loop's call_soon can be stood in for: asyncio's own (not a subclass's override,
@@ -245,12 +250,19 @@ cdef class LoopCompletions:
         loop_dict["call_soon"] = self._collect_bound
         try:
             self._drain()
-        finally:
+        except BaseException:
+            # the callbacks of the futures resolved so far go to the loop as usual
             del loop_dict["call_soon"]
             self._callbacks = None
+            self._schedule(callbacks, 0)
+            raise
+        del loop_dict["call_soon"]
+        self._callbacks = None
         n = len(callbacks)
-        for i in range(n):
-            callback, arg, context = callbacks[i]
+        for i in range(0, n, 3):
+            callback = callbacks[i]
+            arg = callbacks[i + 1]
+            context = callbacks[i + 2]
             try:
                 if context is None:
                     callback(arg)
@@ -258,9 +270,7 @@ cdef class LoopCompletions:
                     context.run(callback, arg)
             except (SystemExit, KeyboardInterrupt):
                 # as the loop would: raised, the callbacks not run yet still scheduled
-                for j in range(i + 1, n):
-                    callback, arg, context = callbacks[j]
-                    self._call_soon(callback, arg, context=context)
+                self._schedule(callbacks, i + 3)
                 raise
             except BaseException as exc:
                 self.loop.call_exception_handler({
@@ -289,6 +299,13 @@ cdef class LoopCompletions:
                 (<RecordDelivery>delivery).resolve()
             else:
                 (<BatchDelivery>delivery).resolve()
+
+    cdef int _schedule(self, list callbacks, Py_ssize_t start) except -1:
+        # collected callbacks from ``start`` on, scheduled with the loop's own call_soon
+        cdef Py_ssize_t i
+        for i in range(start, len(callbacks), 3):
+            self._call_soon(callbacks[i], callbacks[i + 1], context=callbacks[i + 2])
+        return 0
 
     cdef object record_metadata(self, str topic, int partition, object topic_partition,
                                 long long offset, long long timestamp):
