@@ -130,6 +130,7 @@ def main(argv: List[str] | None = None) -> int:
     args = ap.parse_args(argv)
     rows: List[Dict[str, Any]] = []
     failed = False
+    load_before = round(os.getloadavg()[0], 2)
     with LocalBroker() as broker, VirtualCluster(broker.bootstrap_servers, 3) as vc:
         vc.set_produce_service_ms(0, args.slow_ms)
         print(
@@ -171,12 +172,16 @@ def main(argv: List[str] | None = None) -> int:
                     "verdict: KIP-794's ordering holds (legacy p99 the worst, the KIP-794 "
                     "defaults below it, node 0's share lower with adaptive partitioning)"
                 )
+    load_after = round(os.getloadavg()[0], 2)
+    print(f"\nload average (1 min) before / after the runs: {load_before} / {load_after}")
     if args.plot:
         report = {
             "workload": f"{args.num_records} x 512 B unkeyed, 3 virtual nodes, node 0: "
             f"{args.slow_ms:g} ms per Produce request, linger.ms={args.linger_ms}, "
             f"median of {args.runs}",
             "rows": rows,
+            "command": "python benchmarks/kip794_slow_broker.py " + " ".join(argv or sys.argv[1:]),
+            "load_average": [load_before, load_after],
         }
         os.makedirs(args.plot, exist_ok=True)
         with open(os.path.join(args.plot, "kip794.json"), "w") as fh:
