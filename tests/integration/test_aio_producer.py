@@ -348,8 +348,12 @@ def test_send_batch_to_a_partition_the_topic_lacks(
             batch.append(key=None, value=b"x", timestamp=None)
             with pytest.raises(AssertionError):
                 await producer.send_batch(batch, topic, partition=5)
+            # partition=None: the partitioner picks one, as for a record without a key
+            md = await (await producer.send_batch(batch, topic, partition=None))
+            assert (md.partition, md.offset) == (0, 0)
 
     run(scenario())
+    assert [r.value for r in read_back(broker.bootstrap_servers, topic, 1, 1)] == [b"x"]
 
 
 # ------------------------------------------------------------------ errors

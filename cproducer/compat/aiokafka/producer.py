@@ -469,12 +469,16 @@ class AIOKafkaProducer:
         )
 
     async def send_batch(
-        self, batch: BatchBuilder, topic: str, *, partition: int
+        self, batch: BatchBuilder, topic: str, *, partition: Optional[int]
     ) -> asyncio.Future[Optional[RecordMetadata]]:
-        """Send a batch's records to one partition; returns a future of the ``RecordMetadata``
-        of its first record (None for an empty batch or with acks=0). The batch is closed."""
+        """Send a batch's records to one partition (None: the partitioner's choice for no key,
+        as aiokafka); returns a future of the ``RecordMetadata`` of its first record (None for an
+        empty batch or with acks=0). The batch is closed."""
         state = await self._partitions(topic)
-        if partition is None or partition not in state.all_set:
+        if partition is None:
+            # aiokafka asks its partitioner, with no key (the default: a random available one)
+            partition = self._partitioner(None, list(state.all), list(state.available))
+        if partition not in state.all_set:
             raise AssertionError(f"Unrecognized partition {partition!r} of topic {topic!r}")
         if self._transactional and self._transaction_manager.state != IN_TRANSACTION:
             raise errors.IllegalOperation("Can't send messages while not in transaction")
