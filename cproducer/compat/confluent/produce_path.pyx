@@ -252,6 +252,11 @@ cdef class ProducePath:
             key = _utf8(key, "key")
         if callback is None:
             callback = on_delivery if on_delivery is not None else self.default_callback
+        elif not callable(callback):
+            # refused here, not when poll() would call it
+            raise TypeError(f"callback must be callable, got {type(callback).__name__}")
+        if on_delivery is not None and not callable(on_delivery):
+            raise TypeError(f"on_delivery must be callable, got {type(on_delivery).__name__}")
         hdrs = None if headers is None else _headers(headers)
         if partition < -1:
             raise _unable(_UNKNOWN_PARTITION)
@@ -366,7 +371,7 @@ cdef class ProducePath:
             return _unable(_MSG_SIZE_TOO_LARGE)
         return _unable(code_of(exc), exc)
 
-    def produce_batch(self, str topic, list messages, int partition=-1, callback=None,
+    def produce_batch(self, str topic, messages, int partition=-1, callback=None,
                       on_delivery=None):
         """confluent-kafka's ``Producer.produce_batch``, as documented: each dict may carry
         ``value``, ``key``, ``partition``, ``timestamp``, ``headers`` and ``callback``. A
@@ -374,10 +379,13 @@ cdef class ProducePath:
         how many were queued."""
         cdef Py_ssize_t good = 0
         cdef dict d
+        cdef object full = None
+        if not isinstance(messages, list):
+            raise TypeError("messages must be a list")
         if callback is None:
             callback = on_delivery
         # the whole list is checked before any message is queued, as confluent-kafka does
-        for i, item in enumerate(messages):
+        for i, item in enumerate(<list>messages):
             if not isinstance(item, dict):
                 raise TypeError(f"Message at index {i} must be a dict")
             for field in ("value", "key"):
@@ -387,7 +395,15 @@ cdef class ProducePath:
             p = (<dict>item).get("partition")
             if p is not None and type(p) is not int:
                 raise TypeError(f"Message partition at index {i} must be int")
+            cb = (<dict>item).get("callback")
+            if cb is not None and not callable(cb):
+                raise TypeError(f"Message callback at index {i} must be callable")
         for d in messages:
+            if full is not None:
+                # librdkafka's rd_kafka_produce_batch: once the queue was full, every later
+                # message of the batch is refused too, even one that would fit
+                d["_error"] = full
+                continue
             p = d.get("partition")
             if p is None:
                 p = partition
@@ -396,8 +412,12 @@ cdef class ProducePath:
                              None, d.get("timestamp") or 0, d.get("headers"))
                 good += 1
             except BufferError:
-                d["_error"] = KafkaError(_QUEUE_FULL, "Message failed: Local: Queue full")
+                full = d["_error"] = _batch_error(_QUEUE_FULL)
             except KafkaException as exc:
-                err = exc.args[0]
-                d["_error"] = KafkaError(err.code(), f"Message failed: {err.str()}")
+                d["_error"] = _batch_error(exc.args[0].code())
         return good
+
+
+cdef object _batch_error(int code):
+    # confluent-kafka's wording: "Message failed: " and librdkafka's description of the code
+    return KafkaError(code, f"Message failed: {KafkaError(code).str()}")

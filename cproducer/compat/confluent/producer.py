@@ -32,6 +32,7 @@ import logging
 import sys
 import threading
 import time
+import warnings
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Tuple, Union
 
 from cproducer import KafkaProducer, errors
@@ -72,6 +73,10 @@ _FOREVER_S = 10.0 * 365 * 24 * 3600
 
 
 def _timeout_s(timeout: Optional[float]) -> float:
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))):
+        raise TypeError(
+            f"timeout must be a number of seconds (-1: none), not {type(timeout).__name__}"
+        )
     if timeout is None or timeout < 0:
         return _FOREVER_S
     return float(timeout)
@@ -84,6 +89,16 @@ class Producer:
         cfg: FacadeConfig = translate(merged(config, kwargs))
         self._config = cfg
         producer_conf = dict(cfg.producer)
+        # The I/O thread may fail its first connection before _Events filters that thread's
+        # records (below): until then, drop the engine's line from the threads of that name.
+        starting = _StartingFilter(f"{_IO_THREAD_NAME}{cfg.producer['client.id']}")
+        logging.getLogger(_NETWORK_LOGGER).addFilter(starting)
+        try:
+            self._start(cfg, producer_conf)
+        finally:
+            logging.getLogger(_NETWORK_LOGGER).removeFilter(starting)
+
+    def _start(self, cfg: FacadeConfig, producer_conf: Dict[str, Any]) -> None:
         try:
             self._kp = KafkaProducer(producer_conf)
         except errors.ConfigError as exc:
@@ -196,9 +211,9 @@ class Producer:
         """Send everything now and serve the delivery reports until none is left or ``timeout``
         s passed; returns how many messages are still waiting for theirs."""
         self._check_open()
+        deadline = time.monotonic() + _timeout_s(timeout)
         self._engine.begin_flush()
         try:
-            deadline = time.monotonic() + _timeout_s(timeout)
             while True:
                 self._serve()
                 if self._reports.count == 0:
@@ -233,7 +248,7 @@ class Producer:
         self, topic: Optional[str] = None, timeout: Optional[float] = -1
     ) -> ClusterMetadata:
         """``ClusterMetadata`` of one topic, or of every topic in the cluster."""
-        self._check_open()
+        self._check_open("Handle has been closed")  # confluent-kafka's words here
         limit = _timeout_s(timeout)
         try:
             if topic is not None:
@@ -249,7 +264,8 @@ class Producer:
         return cluster_metadata(self._engine.metadata.fetch(), topic)
 
     def cluster_id(self, timeout: Optional[float] = -1) -> Optional[str]:
-        self._check_open()
+        """The cluster's id (KIP-78), from the metadata; asks for it when not known yet."""
+        self._check_open("Handle has been closed")
         cluster = self._engine.metadata.fetch()
         if cluster.cluster_id is None:
             self.list_topics(None, timeout)
@@ -349,10 +365,22 @@ class Producer:
         )
 
     def close(self, timeout: Optional[float] = -1) -> bool:
-        """Flush (serving the delivery reports), then stop. Returns True."""
+        """Abort a transaction still open, flush (serving the delivery reports), then stop.
+        Returns True."""
         if self._closed:
             return True
         try:
+            if self._config.transactional and self._engine.has_ongoing_transaction():
+                # confluent-kafka's close(): the open transaction's messages are purged and
+                # reported so, not delivered into a transaction left for the broker to time out
+                try:
+                    self.abort_transaction(timeout)
+                except KafkaException as exc:
+                    warnings.warn(
+                        f"Producer abort_transaction failed during close: {exc.args[0].str()}",
+                        RuntimeWarning,
+                        stacklevel=2,
+                    )
             self.flush(timeout)
         finally:
             self._closed = True
@@ -368,9 +396,9 @@ class Producer:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    def _check_open(self) -> None:
+    def _check_open(self, message: str = "Producer has been closed") -> None:
         if self._closed:
-            raise RuntimeError("Producer has been closed")
+            raise RuntimeError(message)
 
 
 class _Events:
@@ -446,6 +474,23 @@ class _Events:
 
 _NETWORK_LOGGER = "cproducer.network.network_client"
 _CONNECTION_FAILED = "could not be established"
+
+
+#: the Sender's thread is named this and the client.id (Java's name for it)
+_IO_THREAD_NAME = "kafka-producer-network-thread | "
+
+
+class _StartingFilter(logging.Filter):
+    """Drops a failed connection's line from the threads named ``name``."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self._thread_name = name
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return (
+            record.threadName != self._thread_name or _CONNECTION_FAILED not in record.getMessage()
+        )
 
 
 class _NotFromThread(logging.Filter):
