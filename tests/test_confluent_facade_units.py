@@ -4,6 +4,7 @@ the same test runs against confluent-kafka itself (``client`` is either module).
 
 from __future__ import annotations
 
+import inspect
 import re
 import socket
 import struct
@@ -423,3 +424,130 @@ def test_a_refused_connection_is_a_fail_line_on_stderr(module: str) -> None:
     )
     assert _FAIL_LINE.search(done.stderr), done.stderr
     assert "could not be established" not in done.stderr
+
+
+# ------------------------------------------------------------------ Producer's API, one by one
+
+#: every public method of confluent-kafka's Producer, and how the facade answers it: "same"
+#: (supported with the peer's behaviour) or "refused" (raises, naming what to do instead)
+PRODUCER_API = {
+    "produce": "same",
+    "produce_batch": "same",
+    "poll": "same",
+    "flush": "same",
+    "purge": "same",
+    "list_topics": "same",
+    "cluster_id": "same",
+    "init_transactions": "same",
+    "begin_transaction": "same",
+    "send_offsets_to_transaction": "same",
+    "commit_transaction": "same",
+    "abort_transaction": "same",
+    "close": "same",
+    "set_sasl_credentials": "refused",
+    "__len__": "same",
+    "__bool__": "same",
+    "__enter__": "same",
+    "__exit__": "same",
+}
+
+_DOC_SIGNATURE = re.compile(r"py:function::?\s*(\w+)\(([^)]*)\)")
+
+
+def _documented_parameters(method: Any) -> list:
+    """The parameter names confluent-kafka's docstring gives (``.. py:function:: f(a, [b=1])``)."""
+    match = _DOC_SIGNATURE.search(method.__doc__ or "")
+    if match is None:
+        return []
+    names = [a.strip(" []").split("=")[0] for a in match.group(2).split(",")]
+    return [n for n in names if n]
+
+
+def test_every_method_of_confluent_kafkas_producer_is_answered() -> None:
+    public = {
+        n for n in dir(confluent_kafka.Producer) if not n.startswith("_") or n in PRODUCER_API
+    }
+    public -= {"__init__"}
+    assert public == set(PRODUCER_API)  # a method added upstream shows up here
+    for name in PRODUCER_API:
+        assert callable(getattr(facade.Producer, name)), name
+
+
+@pytest.mark.parametrize("name", sorted(n for n in PRODUCER_API if not n.startswith("_")))
+def test_each_documented_parameter_is_taken_by_name(name: str) -> None:
+    documented = _documented_parameters(getattr(confluent_kafka.Producer, name))
+    ours = inspect.signature(getattr(facade.Producer, name)).parameters
+    assert [n for n in documented if n not in ours] == []
+    if name == "send_offsets_to_transaction":
+        assert documented[0] == "positions"  # documented, though its text says "offsets"
+
+
+def test_refused_methods_name_what_to_do_instead() -> None:
+    p = facade.Producer({"bootstrap.servers": f"127.0.0.1:{free_port()}"})
+    try:
+        for name in (n for n, how in PRODUCER_API.items() if how == "refused"):
+            with pytest.raises(facade.KafkaException) as info:
+                getattr(p, name)("user", "secret")
+            text = info.value.args[0].str()
+            assert "sasl.username" in text and "new Producer" in text
+            assert "secret" not in text
+    finally:
+        p.close(0)
+
+
+def test_produce_batch_takes_a_list_only(client: ModuleType) -> None:
+    p = client.Producer({"bootstrap.servers": f"127.0.0.1:{free_port()}"})
+    try:
+        with pytest.raises(TypeError, match="messages must be a list"):
+            p.produce_batch("t", ({"value": b"x"},))
+        assert p.produce_batch("t", []) == 0
+    finally:
+        p.close(0)
+
+
+def test_timeouts_must_be_numbers(client: ModuleType) -> None:
+    p = client.Producer({"bootstrap.servers": f"127.0.0.1:{free_port()}"})
+    try:
+        for call in (p.poll, p.flush):
+            with pytest.raises(TypeError):
+                call("1")
+        assert p.flush(0) == 0 and p.poll(0) == 0
+    finally:
+        p.close(0)
+
+
+def test_a_closed_producer_refuses_every_call(client: ModuleType) -> None:
+    p = client.Producer({"bootstrap.servers": f"127.0.0.1:{free_port()}"})
+    assert p.close(0) is True
+    assert p.close(0) is True  # again: nothing to do
+    assert len(p) == 0
+    calls = {
+        "produce": lambda: p.produce("t", b"x"),
+        "produce_batch": lambda: p.produce_batch("t", [{"value": b"x"}]),
+        "poll": lambda: p.poll(0),
+        "flush": lambda: p.flush(0),
+        "purge": lambda: p.purge(),
+        "init_transactions": lambda: p.init_transactions(0),
+    }
+    for name, call in calls.items():
+        with pytest.raises(RuntimeError, match="Producer has been closed"):
+            call()
+        assert name
+    for call in (lambda: p.list_topics(timeout=0), lambda: p.cluster_id(0)):
+        with pytest.raises(RuntimeError, match="Handle has been closed"):
+            call()
+
+
+def test_a_delivery_callback_must_be_callable() -> None:
+    # confluent-kafka takes any object and fails in poll() when it calls it; the facade
+    # refuses it where it is given
+    p = facade.Producer({"bootstrap.servers": f"127.0.0.1:{free_port()}"})
+    try:
+        for kwargs in ({"callback": 5}, {"on_delivery": "f"}):
+            with pytest.raises(TypeError, match="must be callable"):
+                p.produce("t", b"x", **kwargs)
+        with pytest.raises(TypeError, match="callback at index 1 must be callable"):
+            p.produce_batch("t", [{"value": b"x"}, {"value": b"y", "callback": 5}])
+        assert len(p) == 0
+    finally:
+        p.close(0)
