@@ -72,6 +72,8 @@ cdef class FastSend:
         if (st is None or headers is not None or self.divert
                 or st.version != self.metadata_version.value):
             return self.slow(topic, value, key, headers, partition, timestamp_ms, callback)
+        if timestamp_ms is not None and type(timestamp_ms) is not int:
+            return self.slow(topic, value, key, headers, partition, timestamp_ms, callback)
         if key is not None:
             if type(key) is not bytes:
                 return self.slow(topic, value, key, headers, partition, timestamp_ms, callback)

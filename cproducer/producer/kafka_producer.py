@@ -56,6 +56,7 @@ from cproducer.producer.partitioners import (
 from cproducer.producer.producer_args import (
     check_headers,
     check_partition_type,
+    check_timestamp_type,
     check_topic,
     serialize,
     transaction_offsets,
@@ -271,6 +272,8 @@ class KafkaProducer:
             callback = self._intercepted_callback(callback)
         if topic not in self._valid_topics:
             check_topic(topic)
+        if timestamp_ms is not None:
+            check_timestamp_type(timestamp_ms)
         start = self._clock.monotonic_ms()
         now = self._batch_time_ms()
         version = self._metadata.version

@@ -20,9 +20,11 @@ BYTES_TYPES = (bytes, bytearray, memoryview)
 
 
 def check_topic(topic: Any) -> None:
-    """A topic name Kafka takes (Java's ``Topic.validate``), else ``InvalidTopicError``."""
+    """A topic name Kafka takes (Java's ``Topic.validate``), else ``InvalidTopicError``
+    (``TypeError`` for a topic that is not a str)."""
     if not isinstance(topic, str):
-        raise errors.InvalidTopicError(f"topic must be a str, got {type(topic).__name__}")
+        # a wrong type is a programming error, as kafka-python and confluent-kafka raise it
+        raise TypeError(f"topic must be a str, got {type(topic).__name__}")
     if not topic:
         raise errors.InvalidTopicError("topic must not be empty")
     if topic in (".", ".."):
@@ -65,6 +67,17 @@ def check_partition_type(partition: Any) -> None:
     if isinstance(partition, bool) or not isinstance(partition, int):
         raise errors.InvalidPartitionError(
             f"partition must be an int, got {type(partition).__name__}"
+        )
+
+
+def check_timestamp_type(timestamp_ms: Any) -> None:
+    """An explicit timestamp is an integer of ms since the epoch (an int, a numpy integer; a
+    float or bool is not: it would be cut to whole ms without a word), else ``TypeError`` as
+    kafka-python's record builder raises."""
+    if isinstance(timestamp_ms, bool) or not hasattr(type(timestamp_ms), "__index__"):
+        raise TypeError(
+            f"timestamp_ms must be an int (ms since the epoch) or None, got "
+            f"{type(timestamp_ms).__name__}"
         )
 
 

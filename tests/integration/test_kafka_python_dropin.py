@@ -234,6 +234,27 @@ def test_an_unknown_partition_is_refused_at_send(
         assert producer.send(topic, b"v", partition=0).get(timeout=30).offset == 0
 
 
+def test_a_topic_or_timestamp_of_the_wrong_type_raises_type_error_at_send(
+    peer: types.SimpleNamespace, broker: LocalBroker, new_topic: Callable[..., str]
+) -> None:
+    """A topic that is not a str and a ``timestamp_ms`` that is not an integer (a float would
+    lose its fraction, a bool is no time) raise ``TypeError`` from ``send``, before any record
+    is queued. The producer goes on."""
+    topic = new_topic(1)
+    with peer.KafkaProducer(bootstrap_servers=broker.bootstrap_servers) as producer:
+        producer.send(topic, b"warm").get(timeout=30)
+        with pytest.raises(TypeError):
+            producer.send(7, b"v")
+        for stamp in (1.5e12, True, "1700000000000"):
+            with pytest.raises(TypeError):
+                producer.send(topic, b"v", timestamp_ms=stamp)
+        meta = producer.send(topic, b"v", timestamp_ms=1_700_000_000_000).get(30)
+        assert meta.timestamp == 1_700_000_000_000
+    records = read_back(broker.bootstrap_servers, topic, 1, 2)
+    assert [r.value for r in records] == [b"warm", b"v"]
+    assert records[1].timestamp == 1_700_000_000_000
+
+
 # ------------------------------------------------------------------ the producer's methods
 
 
