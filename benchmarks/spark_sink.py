@@ -9,6 +9,9 @@ partitions, local[2]) go to the same broker, into a fresh 4-partition topic per 
   ``spark.jars``);
 - ``cproducer``: cproducer's sink in the Python workers, ``format("cproducer")``
   (``cproducer.spark.KafkaDataSource``, a Python data source: no JVM jar);
+- ``spark-bulk`` (only when --sinks names it): Spark's sink given the sizes cproducer's sink
+  picks for bulk writes (``kafka.batch.size`` 1 MiB, ``kafka.max.request.size`` 8 MiB,
+  ``kafka.send.buffer.bytes`` -1), to tell the sizes from the rest;
 - ``cproducer-eos`` (only when --sinks names it; on Apache Kafka): ``format("cproducer")`` with
   ``deliveryGuarantee=exactly-once``: each task's rows in one transaction of a producer of its own,
   with a batch marker (a committed offset) that a replayed task finds;
@@ -44,7 +47,7 @@ counted. Run from the repository's root:
     python benchmarks/spark_sink.py [--broker tansu|kafka] [--modes batch,stream]
                                     [--rows 1000000] [--repeats 3] [--linger-ms 0]
                                     [--compression none|gzip|snappy|lz4|zstd]
-                                    [--sinks spark,cproducer,confluent,cproducer-eos]
+                                    [--sinks spark,cproducer,confluent,spark-bulk,cproducer-eos]
 """
 
 from __future__ import annotations
@@ -70,6 +73,7 @@ LABELS = {
     "cproducer": 'cproducer, format("cproducer")',
     "confluent": "confluent-kafka in mapInArrow",
     "cproducer-eos": "cproducer exactly-once",
+    "spark-bulk": "Spark's sink, bulk sizes",
 }
 
 
@@ -87,7 +91,8 @@ def spark_kafka_jars() -> List[str]:
 
 
 def cpu_by_kind(broker_pid: Optional[int]) -> Dict[str, float]:
-    """CPU seconds (user + system) so far of this process's descendants, by kind: the JVM
+    """CPU seconds (user + system, with reaped children's) so far of this process's descendants,
+    by kind: the JVM
     (Spark's), the PySpark workers and the broker (other processes on the machine are left out)."""
     out = {"jvm": 0.0, "workers": 0.0, "broker": 0.0}
     if not os.path.isdir("/proc"):
@@ -104,7 +109,10 @@ def cpu_by_kind(broker_pid: Optional[int]) -> Dict[str, float]:
         except OSError:
             continue
         fields = stat[stat.rfind(")") + 2 :].split()
-        procs[int(pid)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / _CLK_TCK, cmd)
+        # its own time and its reaped children's: a Python worker that exits during the run is
+        # counted in its parent's (the daemon's) time, not lost
+        ticks = sum(int(x) for x in fields[11:15])
+        procs[int(pid)] = (int(fields[1]), ticks / _CLK_TCK, cmd)
     ours = {os.getpid()}
     grew = True
     while grew:
@@ -242,6 +250,29 @@ class Sinks:
         )
         self._start(writer)
 
+    def spark_bulk_options(self, bootstrap: str, topic: str) -> Dict[str, str]:
+        from cproducer.spark import SINK_BATCH_SIZE, SINK_MAX_REQUEST_SIZE, SINK_SEND_BUFFER_BYTES
+
+        return {
+            **self.kafka_options(bootstrap, topic),
+            "kafka.batch.size": str(SINK_BATCH_SIZE),
+            "kafka.max.request.size": str(SINK_MAX_REQUEST_SIZE),
+            "kafka.send.buffer.bytes": str(SINK_SEND_BUFFER_BYTES),
+        }
+
+    def spark_bulk_batch(self, bootstrap: str, topic: str) -> None:
+        options = self.spark_bulk_options(bootstrap, topic)
+        self.batch_df.write.format("kafka").options(**options).save()
+
+    def spark_bulk_stream(self, bootstrap: str, topic: str) -> None:
+        writer = (
+            self.stream()
+            .writeStream.format("kafka")
+            .options(**self.spark_bulk_options(bootstrap, topic))
+            .option("checkpointLocation", self.checkpoint())
+        )
+        self._start(writer)
+
     # cproducer's
     def cproducer_batch(self, bootstrap: str, topic: str) -> None:
         (
@@ -349,8 +380,8 @@ def main(argv: Any = None) -> int:
     ap.add_argument(
         "--sinks",
         default="spark,cproducer,confluent",
-        help="any of spark, cproducer, confluent, cproducer-eos (Apache Kafka only: Tansu's "
-        "transactions are partial, docs/tested-against.md)",
+        help="any of spark, cproducer, confluent, spark-bulk, cproducer-eos (Apache Kafka "
+        "only: Tansu's transactions are partial, docs/tested-against.md)",
     )
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--repeats", type=int, default=3)
