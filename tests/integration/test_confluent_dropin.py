@@ -380,3 +380,39 @@ def test_close_aborts_the_open_transaction(client: ModuleType, kafka_broker: Apa
         config={"isolation.level": "read_committed"},
     )
     assert [r.value for r in records] == [b"committed"]
+
+
+def test_a_transaction_with_purged_messages_must_be_aborted(
+    client: ModuleType, kafka_broker: ApacheKafka
+) -> None:
+    """librdkafka refuses to commit a transaction one of whose messages failed delivery (here:
+    purged): an abortable _INCONSISTENT error; abort, and the next transaction commits."""
+    topic = f"dropin-txn-purge-{uuid.uuid4().hex[:8]}"
+    kafka_broker.create_topic(topic, 1)
+    p = _producer(
+        client,
+        kafka_broker.bootstrap_servers,
+        transactional_id=f"purge-{uuid.uuid4().hex[:8]}",
+        linger_ms=20000,  # queued when purged
+    )
+    p.init_transactions(30)
+    p.begin_transaction()
+    reports = Reports()
+    for i in range(3):
+        p.produce(topic, b"purged-%d" % i, on_delivery=reports)
+    p.purge(blocking=False)
+    with pytest.raises(client.KafkaException) as info:
+        p.commit_transaction(30)
+    err = info.value.args[0]
+    assert err.code() == client.KafkaError._INCONSISTENT and err.txn_requires_abort()
+    assert "3 message(s) failed delivery" in err.str()
+    assert reports.codes() == [client.KafkaError._PURGE_QUEUE] * 3
+    p.abort_transaction(30)
+    p.begin_transaction()
+    p.produce(topic, b"committed", on_delivery=reports)
+    p.commit_transaction(30)
+    assert reports.codes()[3:] == [None]
+    records = read_back(
+        kafka_broker.bootstrap_servers, topic, 1, 1, config={"isolation.level": "read_committed"}
+    )
+    assert [r.value for r in records] == [b"committed"]

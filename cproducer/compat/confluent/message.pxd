@@ -33,6 +33,7 @@ cdef class DeliveryReports:
     cdef bint waiting
     cdef object event
     cdef public bint only_errors
+    cdef public long long failed
 
     cdef void push(self, Message m) except *
     cdef bint reserve(self, Py_ssize_t value_len, long long max_count, long long max_size) noexcept

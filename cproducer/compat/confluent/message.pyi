@@ -33,6 +33,7 @@ class Message:
 
 class DeliveryReports:
     only_errors: bool
+    failed: int
     @property
     def count(self) -> int: ...
     @property

@@ -198,8 +198,11 @@ cdef class DeliveryReports:
         self.waiting = False
         self.event = threading.Event()
         self.only_errors = False
+        self.failed = 0
 
     cdef void push(self, Message m) except *:
+        if m._error is not None:
+            self.failed += 1  # librdkafka's txn_dr_fails: a transaction with one cannot commit
         self.ready.append(m)
         if self.waiting:
             self.waiting = False

@@ -40,6 +40,7 @@ from cproducer.compat.confluent.cluster_metadata import ClusterMetadata, cluster
 from cproducer.compat.confluent.config import FacadeConfig, merged, translate
 from cproducer.compat.confluent.error import (
     ALL_BROKERS_DOWN,
+    INCONSISTENT,
     INVALID_ARG,
     NOT_CONFIGURED,
     PURGE_INFLIGHT,
@@ -297,6 +298,7 @@ class Producer:
 
     def begin_transaction(self) -> None:
         self._txn("begin_transaction", self._kp.begin_transaction)
+        self._reports.failed = 0  # the messages that fail from now on belong to this one
 
     def send_offsets_to_transaction(
         self, positions: Any, group_metadata: Any, timeout: Optional[float] = -1
@@ -318,6 +320,22 @@ class Producer:
         def commit() -> None:
             deadline = time.monotonic() + _timeout_s(timeout)
             self._send_waiting(deadline)
+            # librdkafka flushes, then refuses to commit a transaction one of whose messages
+            # failed (purged ones too: an in-flight one may still have been written); a
+            # transaction already in error (fenced, a failed batch) is refused with that error
+            self._engine.begin_flush()
+            self._engine.await_flush(max(0.0, deadline - time.monotonic()))
+            tm = self._engine.transaction_manager
+            in_error = tm is None or tm.last_error is not None or self._engine.is_fatal_error()
+            if self._reports.failed and not in_error:
+                raise KafkaException(
+                    KafkaError(
+                        INCONSISTENT,
+                        f"{self._reports.failed} message(s) failed delivery "
+                        "(see individual delivery reports)",
+                        txn_requires_abort=True,
+                    )
+                )
             self._kp.commit_transaction(max(0.0, deadline - time.monotonic()))
 
         self._txn("commit_transaction", commit)
