@@ -243,6 +243,24 @@ class ProducerEngine:
         """``KafkaProducer.flush`` (Java's ``KafkaProducer.flush``)."""
         self._producer.flush(timeout)
 
+    def set_sasl_credentials(self, username: str, password: str) -> None:
+        """The username and password of the SASL PLAIN/SCRAM authentications from now on
+        (librdkafka's ``rd_kafka_sasl_set_credentials``): connections already authenticated
+        keep theirs. ``ConfigError`` when the producer does not authenticate with PLAIN or
+        SCRAM."""
+        from cproducer.security.password import Password
+        from cproducer.security.sasl_client import OAUTHBEARER
+
+        login = self._parts.sasl_login
+        if login is None or login.mechanism == OAUTHBEARER:
+            raise errors.ConfigError(
+                "SASL credentials are for sasl.mechanism PLAIN or SCRAM-SHA-256/512, which this "
+                "producer does not use"
+            )
+        # one connection reads them as it starts authenticating (SaslLogin.new_client)
+        login.username = username
+        login._password = Password(password)
+
     def free_memory(self) -> int:
         """``pool.available_memory``: bytes an append can take now without waiting."""
         return int(self._parts.pool.available_memory)

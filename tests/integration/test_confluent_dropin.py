@@ -19,6 +19,7 @@ import cproducer.compat.confluent as facade
 from cproducer.localbroker import LocalBroker, free_port
 from tests.integration.readback import read_back
 from tests.tools.apache_kafka import ApacheKafka
+from tests.tools.sasl_front import SaslFront
 
 CLIENTS = [pytest.param(confluent_kafka, id="confluent_kafka"), pytest.param(facade, id="facade")]
 
@@ -416,3 +417,52 @@ def test_a_transaction_with_purged_messages_must_be_aborted(
         kafka_broker.bootstrap_servers, topic, 1, 1, config={"isolation.level": "read_committed"}
     )
     assert [r.value for r in records] == [b"committed"]
+
+
+# ------------------------------------------------------------------ SASL credentials
+
+
+@pytest.fixture(scope="module")
+def sasl_front() -> Iterator[SaslFront]:
+    """A Tansu broker behind a SASL front that advertises the front's port."""
+    port = free_port()
+    with LocalBroker(advertised_port=port) as upstream:
+        with SaslFront(upstream.bootstrap_servers, users={"alice": "right-pw"}, port=port) as f:
+            f.create_topic = upstream.create_topic  # type: ignore[attr-defined]
+            yield f
+
+
+def test_set_sasl_credentials_serves_the_next_authentication(
+    client: ModuleType, sasl_front: SaslFront
+) -> None:
+    topic = f"dropin-sasl-{uuid.uuid4().hex[:8]}"
+    sasl_front.create_topic(topic, 1)  # type: ignore[attr-defined]
+    p = _producer(
+        client,
+        sasl_front.bootstrap_servers,
+        security_protocol="SASL_PLAINTEXT",
+        sasl_mechanisms="SCRAM-SHA-256",
+        sasl_username="alice",
+        sasl_password="wrong-pw",
+    )
+    reports = Reports()
+    p.produce(topic, b"authenticated", on_delivery=reports)
+    assert p.flush(1) == 1  # refused: the message waits
+    p.set_sasl_credentials("alice", "right-pw")
+    assert p.flush(30) == 0
+    assert reports.items == [(None, b"authenticated")]
+    assert [
+        r.value
+        for r in read_back(
+            sasl_front.bootstrap_servers,
+            topic,
+            1,
+            1,
+            config={
+                "security.protocol": "SASL_PLAINTEXT",
+                "sasl.mechanisms": "SCRAM-SHA-256",
+                "sasl.username": "alice",
+                "sasl.password": "right-pw",
+            },
+        )
+    ] == [b"authenticated"]

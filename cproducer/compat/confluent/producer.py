@@ -373,14 +373,19 @@ class Producer:
 
     # ------------------------------------------------------------------ lifecycle
     def set_sasl_credentials(self, username: str, password: str) -> None:
-        """Not supported: cproducer's SASL credentials are fixed when the producer is made."""
-        raise KafkaException(
-            KafkaError(
-                NOT_CONFIGURED,
-                "set_sasl_credentials: cproducer takes SASL credentials at construction only "
-                "(sasl.username, sasl.password); make a new Producer",
-            )
-        )
+        """The SASL PLAIN/SCRAM username and password of the next authentications; connections
+        already open keep theirs (as librdkafka)."""
+        for what, value in (("username", username), ("password", password)):
+            if not isinstance(value, str):
+                raise TypeError(f"set_sasl_credentials: {what} must be str")
+        self._check_open()
+        try:
+            self._engine.set_sasl_credentials(username, password)
+        except errors.ConfigError as exc:
+            # librdkafka stores them even then, unused; here the call says so
+            raise KafkaException(
+                KafkaError(NOT_CONFIGURED, f"set_sasl_credentials: {exc}", fatal=False)
+            ) from None
 
     def close(self, timeout: Optional[float] = -1) -> bool:
         """Abort a transaction still open, flush (serving the delivery reports), then stop.
