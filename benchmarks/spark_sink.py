@@ -366,7 +366,8 @@ def kafka_for_all() -> Iterator[Callable[[], Any]]:
 def delete_topic(bootstrap: str, topic: str) -> None:
     from confluent_kafka.admin import AdminClient
 
-    for future in AdminClient({"bootstrap.servers": bootstrap}).delete_topics([topic]).values():
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # alive until the futures are done
+    for future in admin.delete_topics([topic]).values():
         future.result(30)
 
 
