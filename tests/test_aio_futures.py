@@ -226,3 +226,35 @@ def test_many_futures_of_one_hand_over_each_wake_their_awaiter(debug: bool) -> N
     awaited, gathered, patched = asyncio.run(main(), debug=debug)
     assert awaited == list(range(100)) and gathered == list(range(100, 300))
     assert not patched
+
+
+def test_a_done_callback_raising_keyboardinterrupt_stops_the_loop_the_rest_run_later(
+    peer: Any,
+) -> None:
+    """As the loop does with a Handle: KeyboardInterrupt (and SystemExit) propagate out of the
+    loop; the callbacks not run yet stay scheduled and run when the loop runs again."""
+    loop = asyncio.new_event_loop()
+    try:
+        p = peer(loop)
+        calls: List[str] = []
+
+        def interrupt(f: asyncio.Future[Any]) -> None:
+            calls.append("interrupt")
+            raise KeyboardInterrupt
+
+        async def make() -> Tuple[asyncio.Future[Any], asyncio.Future[Any]]:
+            first, second = p.new(), p.new()
+            first.add_done_callback(lambda f: calls.append("first"))
+            first.add_done_callback(interrupt)
+            second.add_done_callback(lambda f: calls.append("second"))
+            return first, second
+
+        first, second = loop.run_until_complete(make())
+        _from_thread(lambda: (p.complete(first, 1), p.complete(second, 2)))
+        with pytest.raises(KeyboardInterrupt):
+            loop.run_until_complete(asyncio.sleep(0.05))
+        assert calls == ["first", "interrupt"]
+        loop.run_until_complete(asyncio.sleep(0.01))
+        assert calls == ["first", "interrupt", "second"]
+    finally:
+        loop.close()
