@@ -37,6 +37,7 @@ import atexit
 import itertools
 import logging
 import threading
+import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, List, Optional, Tuple
@@ -486,7 +487,7 @@ class WritePlan:
     #: uuid per write); streams use the query id instead
     job_id: Optional[str] = None
     freeze_gc: bool = True
-    #: librdkafka settings of the admin client that reads the batch markers (exactly-once)
+    #: librdkafka settings of the consumer that reads the batch markers (exactly-once)
     marker_reader: Dict[str, str] = field(default_factory=dict)
 
 
@@ -593,7 +594,7 @@ def _format_options(options: Any, schema: Any, streaming: bool) -> WritePlan:
         except ImportError:
             raise ConfigError(
                 "deliveryGuarantee=exactly-once reads each task's batch marker (a committed "
-                "offset) with librdkafka's admin client: pip install confluent-kafka"
+                "offset) with librdkafka's consumer: pip install confluent-kafka"
             ) from None
         for name in ("enable.idempotence", "acks"):
             if name in producer and str(producer[name]).lower() not in ("true", "all", "-1"):
@@ -631,21 +632,55 @@ def _format_options(options: Any, schema: Any, streaming: bool) -> WritePlan:
 
 def _committed_batch(plan: WritePlan, group: str, marker: Tuple[str, int]) -> int:
     """The offset committed for ``marker`` by ``group`` (-1 if none), read with require_stable:
-    the broker answers only once no transaction holding an offset for it is pending."""
-    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
-    from confluent_kafka.admin import AdminClient
+    the broker answers only once no transaction holding an offset for it is pending.
 
-    conf = {"bootstrap.servers": plan.options["bootstrap.servers"]}
+    librdkafka's consumer sends its OffsetFetch with require_stable when it reads
+    read_committed (its default, set here anyway). Not its admin client's
+    list_consumer_group_offsets: librdkafka 2.16's crashes (SIGSEGV in its main thread) when
+    the group coordinator is not known yet, as on a fresh cluster's first call."""
+    from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
+    retry_codes = {
+        KafkaError.NOT_COORDINATOR,
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError.UNSTABLE_OFFSET_COMMIT,
+        KafkaError._TIMED_OUT,
+    }
+
+    conf: Dict[str, Any] = {
+        "bootstrap.servers": plan.options["bootstrap.servers"],
+        "group.id": group,
+        "isolation.level": "read_committed",
+        "enable.auto.commit": False,
+    }
     for name in ("security.protocol", "sasl.mechanism", "client.id"):
         if name in plan.options:
             conf[name] = str(plan.options[name])
     conf.update(plan.marker_reader)
-    admin = AdminClient(conf)
-    request = ConsumerGroupTopicPartitions(group, [TopicPartition(marker[0], marker[1])])
-    futures = admin.list_consumer_group_offsets([request], require_stable=True)
-    result = futures[group].result(timeout=60)
-    offset = result.topic_partitions[0].offset
-    return offset if offset >= 0 else -1
+    consumer = Consumer(conf)
+    deadline = time.monotonic() + 120
+    try:
+        while True:
+            try:
+                (tp,) = consumer.committed([TopicPartition(marker[0], marker[1])], timeout=60)
+                break
+            except KafkaException as exc:
+                # a fresh cluster answers NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS while
+                # it creates __consumer_offsets: retriable, as for Java's consumer
+                err = exc.args[0] if exc.args else None
+                again = err is not None and (err.retriable() or err.code() in retry_codes)
+                if not again or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+    finally:
+        consumer.close()
+    if tp.error is not None:
+        raise KafkaSinkError(
+            f"exactly-once: reading the batch marker of group {group!r}: {tp.error}",
+            DeliveryReport(0, 0, 0),
+        )
+    return int(tp.offset) if tp.offset >= 0 else -1
 
 
 def _first_topic(batch: Any, plan: WritePlan) -> str:
