@@ -553,3 +553,11 @@ def test_a_delivery_callback_must_be_callable() -> None:
         assert len(p) == 0
     finally:
         p.close(0)
+
+
+def test_a_kafka_python_spelling_is_named_before_a_missing_property(client: ModuleType) -> None:
+    with pytest.raises(client.KafkaException) as info:
+        client.Producer({}, bootstrap_servers=f"127.0.0.1:{free_port()}")
+    err = info.value.args[0]
+    assert err.code() == client.KafkaError._INVALID_ARG
+    assert 'No such configuration property: "bootstrap_servers"' in err.str()

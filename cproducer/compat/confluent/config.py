@@ -494,6 +494,15 @@ def translate(config: Mapping[str, Any]) -> FacadeConfig:
         if key in values and values[key] != value:
             raise _invalid(f'"{raw_key}" and another name for "{key}" are both set, differently')
         values[key] = value
+    for key in values:
+        # kafka-python's spelling (bootstrap_servers) is named before a rule below could
+        # complain that the property it meant is missing, as librdkafka does
+        dotted = key.replace("_", ".")
+        if dotted != key and (dotted in PROPERTIES or dotted in _ALIASES):
+            if _closest_property(key) is not None:
+                raise _invalid(
+                    f'No such configuration property: "{key}" (did you mean "{dotted}"?)'
+                )
 
     p: Dict[str, Any] = {}  # KafkaProducer's configuration, Java names
     hooks: Dict[str, Any] = dict(_ALWAYS)
