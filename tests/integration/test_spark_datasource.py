@@ -1,10 +1,9 @@
 """The ``cproducer`` Spark format (``cproducer.spark.KafkaDataSource``) on local[2,4] against
 real brokers, read back with librdkafka (read_committed where transactions are involved).
 
-The kill tests fail the first attempt of one task from a Python UDF upstream of the sink: the
-UDF's worker ``os._exit``s once the sink has sent part of the task's rows, Spark retries the
-task (local[2,4]: up to 4 attempts). At-least-once then shows duplicates and no loss (the
-negative control: the test can tell), exactly-once every row once."""
+The kill tests SIGKILL the session's Python workers once part of the write's records are in the
+topic; Spark retries the failed tasks (local[2,4]: up to 4 attempts). At-least-once then shows
+duplicates and no loss (the negative control: the test can tell), exactly-once every row once."""
 
 from __future__ import annotations
 
@@ -201,7 +200,10 @@ def _kill_workers_once_rows_went_out(bootstrap: str, topic: str, at_least: int) 
     ready = threading.Event()
 
     def run() -> None:
-        c = Consumer({"bootstrap.servers": bootstrap, "group.id": "watch"})
+        # read_uncommitted: the high watermark, open transactions included (not the LSO)
+        c = Consumer(
+            {"bootstrap.servers": bootstrap, "group.id": "w", "isolation.level": "read_uncommitted"}
+        )
         try:
             deadline = time.monotonic() + 120
             while time.monotonic() < deadline:
@@ -234,17 +236,29 @@ def test_tasks_killed_mid_batch(fmt: Any, kafka_broker: Any, guarantee: str) -> 
     watcher, killed = _kill_workers_once_rows_went_out(
         kafka_broker.bootstrap_servers, topic, n // 10
     )
-    (
-        df.write.format("cproducer")
-        .option("kafka.bootstrap.servers", kafka_broker.bootstrap_servers)
-        .option("kafka.batch.size", "65536")  # records go out early in the task
-        .option("topic", topic)
-        .option("deliveryGuarantee", guarantee)
-        .mode("append")
-        .save()
-    )
+    sc = fmt.sparkContext
+    group = f"kill-{uuid.uuid4().hex[:8]}"
+    sc.setJobGroup(group, "killed write")
+    try:
+        (
+            df.write.format("cproducer")
+            .option("kafka.bootstrap.servers", kafka_broker.bootstrap_servers)
+            .option("kafka.batch.size", "65536")  # records go out early in the task
+            .option("topic", topic)
+            .option("deliveryGuarantee", guarantee)
+            .mode("append")
+            .save()
+        )
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
     watcher.join(10)
-    assert killed.get("pids") and killed["at"] < n  # workers died mid-write
+    assert killed.get("pids")  # rows had gone out (committed or not) when the workers died
+    failed = sum(
+        sc.statusTracker().getStageInfo(stage).numFailedTasks
+        for job in sc.statusTracker().getJobIdsForGroup(group)
+        for stage in sc.statusTracker().getJobInfo(job).stageIds
+    )
+    assert failed >= 1  # ... before their tasks had finished: Spark retried them
     records = read_back(
         kafka_broker.bootstrap_servers,
         topic,
