@@ -395,6 +395,23 @@ def test_a_misspelt_property_is_no_such_property(impl: ModuleType, key: str, mea
         assert f'did you mean "{meant}"?' in err.str()
 
 
+@pytest.mark.parametrize("impl", [confluent_kafka, facade], ids=["librdkafka", "facade"])
+def test_a_timestamp_must_be_an_integer(impl: ModuleType) -> None:
+    """``produce(timestamp=...)`` takes an integer (a bool is one); a float or a str raises
+    ``TypeError`` before the message is queued, where a C parameter would cut 1.5 to 1."""
+    reports: list = []
+    p = impl.Producer(
+        {"bootstrap.servers": "127.0.0.1:1", "on_delivery": lambda e, m: reports.append(e)}
+    )
+    for stamp in (1.5, "1700000000000"):
+        with pytest.raises(TypeError, match="cannot be interpreted as an integer"):
+            p.produce("t", b"x", timestamp=stamp)
+    p.produce("t", b"y", timestamp=1_700_000_000_000)
+    p.purge(blocking=False)  # the flag is inverted in confluent-kafka 2.16: this one waits
+    assert p.flush(5) == 0
+    assert len(reports) == 1  # only the message that was queued has a report
+
+
 _FAIL_LINE = re.compile(
     r"^%3\|\d+\.\d{3}\|FAIL\|rdkafka#producer-\d+\| \[thrd:(127\.0\.0\.1:\d+)/bootstrap\]: "
     r"\1/bootstrap: Connect to (ipv4#)?\1 failed: Connection refused",

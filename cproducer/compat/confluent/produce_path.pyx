@@ -13,6 +13,7 @@ is always chosen here and passed to ``send`` explicitly, so a key lands where li
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.unicode cimport PyUnicode_AsUTF8String
+from cpython.number cimport PyNumber_Index
 from libc.stdint cimport uint64_t
 from posix.time cimport CLOCK_MONOTONIC, CLOCK_REALTIME, clock_gettime, timespec
 
@@ -236,14 +237,18 @@ cdef class ProducePath:
         return self._random(st) if p < 0 else p
 
     def produce(self, str topic, value=None, key=None, int partition=-1, callback=None,
-                on_delivery=None, long long timestamp=0, headers=None):
+                on_delivery=None, timestamp=0, headers=None):
         """confluent-kafka's ``Producer.produce``."""
         cdef Py_ssize_t vlen
         cdef _Topic st
         cdef int part
         cdef Message m
+        cdef long long ts
         if self.closed_reason is not None:
             raise RuntimeError(self.closed_reason)
+        # an integer only: a C long long parameter would cut a float to whole ms, where
+        # confluent-kafka raises "'float' object cannot be interpreted as an integer"
+        ts = timestamp if type(timestamp) is int else PyNumber_Index(timestamp)
         if self.waiting:
             self.drain()
         if type(value) is not bytes:
@@ -264,20 +269,20 @@ cdef class ProducePath:
         if not self.reports.reserve(vlen, self.max_count, self.max_size):
             raise BufferError("Local: Queue full")
         try:
-            if timestamp == 0:
-                timestamp = _wall_ms()
+            if ts == 0:
+                ts = _wall_ms()
             st = self._topic(topic)
             if st.count == 0 or st.waiting:
                 # no metadata yet (or earlier messages still wait for it: keep their order);
                 # what send() would refuse at once is refused now (outside a transaction)
                 self.check_send()
-                m = new_message(self.reports, topic, key, value, vlen, -1, timestamp, callback)
+                m = new_message(self.reports, topic, key, value, vlen, -1, ts, callback)
                 st.waiting.append((m, hdrs, partition, _mono_ms()))
                 self.waiting += 1
                 return
             part = self._partition(st, key) if partition == -1 else partition
-            m = new_message(self.reports, topic, key, value, vlen, part, timestamp, callback)
-            self.send(topic, value, key, hdrs, part, timestamp, m)
+            m = new_message(self.reports, topic, key, value, vlen, part, ts, callback)
+            self.send(topic, value, key, hdrs, part, ts, m)
         except BaseException as exc:
             self.reports.release(vlen)
             if isinstance(exc, _errors.KafkaError):
