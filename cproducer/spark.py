@@ -1,5 +1,16 @@
 """Write a Spark DataFrame to Kafka from the Python workers (no JVM Kafka jar needed).
 
+The data source (Spark 4's Python data source API), batch and Structured Streaming::
+
+    from cproducer.spark import KafkaDataSource
+    spark.dataSource.register(KafkaDataSource)
+    df.write.format("cproducer").option("kafka.bootstrap.servers", "broker:9092") \
+        .option("topic", "events").mode("append").save()
+
+Its options and columns are Spark's Kafka sink's; ``deliveryGuarantee=exactly-once`` writes each
+task in a transaction (see ``_write_exactly_once`` and docs/guides/spark.md). The function form,
+on the same per-task code::
+
     from cproducer.spark import write_to_kafka
     report = write_to_kafka(df, "events", bootstrap_servers="broker:9092", linger_ms=5)
 
@@ -453,7 +464,7 @@ def _as_kwargs(options: Dict[str, Any]) -> Dict[str, Any]:
 
 # ------------------------------------------------------------------ the "cproducer" format
 
-#: what Spark's own sink calls things: the options it reads besides ``kafka.*``
+#: the format's own options, lowercased as Spark hands them over -> their spelling in messages
 _FORMAT_OPTIONS = {
     "topic": "topic",
     "deliveryguarantee": "deliveryGuarantee",
@@ -839,9 +850,6 @@ else:
         @classmethod
         def name(cls) -> str:
             return "cproducer"
-
-        def schema(self) -> str:
-            return "key binary, value binary, topic string, partition int"
 
         def writer(self, schema: Any, overwrite: bool) -> KafkaBatchWriter:
             if overwrite:
