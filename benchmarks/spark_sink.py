@@ -92,8 +92,8 @@ def spark_kafka_jars() -> List[str]:
 
 def cpu_by_kind(broker_pid: Optional[int]) -> Dict[str, float]:
     """CPU seconds (user + system, with reaped children's) so far of this process's descendants,
-    by kind: the JVM
-    (Spark's), the PySpark workers and the broker (other processes on the machine are left out)."""
+    by kind: the JVM (Spark's), the PySpark workers and the broker (other processes on the
+    machine are left out)."""
     out = {"jvm": 0.0, "workers": 0.0, "broker": 0.0}
     if not os.path.isdir("/proc"):
         return out
@@ -104,15 +104,16 @@ def cpu_by_kind(broker_pid: Optional[int]) -> Dict[str, float]:
         try:
             with open(f"/proc/{pid}/stat") as f:
                 stat = f.read()
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                cmd = f.read().split(b"\0")
         except OSError:
             continue
+        # the command's name, not its command line: an exited worker not yet reaped (a zombie)
+        # has no command line left
+        comm = stat[stat.find("(") + 1 : stat.rfind(")")]
         fields = stat[stat.rfind(")") + 2 :].split()
         # its own time and its reaped children's: a Python worker that exits during the run is
         # counted in its parent's (the daemon's) time, not lost
         ticks = sum(int(x) for x in fields[11:15])
-        procs[int(pid)] = (int(fields[1]), ticks / _CLK_TCK, cmd)
+        procs[int(pid)] = (int(fields[1]), ticks / _CLK_TCK, comm)
     ours = {os.getpid()}
     grew = True
     while grew:
@@ -122,12 +123,12 @@ def cpu_by_kind(broker_pid: Optional[int]) -> Dict[str, float]:
                 ours.add(pid)
                 grew = True
     for pid in ours - {os.getpid()}:
-        _, seconds, cmd = procs[pid]
+        _, seconds, comm = procs[pid]
         if pid == broker_pid:
             out["broker"] += seconds
-        elif cmd and cmd[0].endswith(b"java"):
+        elif comm == "java":
             out["jvm"] += seconds
-        elif b"pyspark.daemon" in cmd or b"pyspark.worker" in cmd:
+        elif comm.startswith("python"):  # PySpark's daemon and workers: no other Python child
             out["workers"] += seconds
     return out
 
