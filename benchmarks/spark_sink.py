@@ -9,6 +9,9 @@ partitions, local[2]) go to the same broker, into a fresh 4-partition topic per 
   ``spark.jars``);
 - ``cproducer``: cproducer's sink in the Python workers, ``format("cproducer")``
   (``cproducer.spark.KafkaDataSource``, a Python data source: no JVM jar);
+- ``cproducer-fn`` (only when --sinks names it): the same writes through the function form,
+  ``cproducer.spark.write_to_kafka`` (``mapInArrow``; streams through ``foreachBatch``), which
+  skips the data source's planning and commit steps;
 - ``spark-bulk`` (only when --sinks names it): Spark's sink given the sizes cproducer's sink
   picks for bulk writes (``kafka.batch.size`` 1 MiB, ``kafka.max.request.size`` 8 MiB,
   ``kafka.send.buffer.bytes`` -1), to tell the sizes from the rest;
@@ -47,7 +50,8 @@ counted. Run from the repository's root:
     python benchmarks/spark_sink.py [--broker tansu|kafka] [--modes batch,stream]
                                     [--rows 1000000] [--repeats 3] [--linger-ms 0]
                                     [--compression none|gzip|snappy|lz4|zstd]
-                                    [--sinks spark,cproducer,confluent,spark-bulk,cproducer-eos]
+                                    [--sinks spark,cproducer,confluent,spark-bulk,cproducer-fn,
+                                             cproducer-eos]
 """
 
 from __future__ import annotations
@@ -74,6 +78,7 @@ LABELS = {
     "confluent": "confluent-kafka in mapInArrow",
     "cproducer-eos": "cproducer exactly-once",
     "spark-bulk": "Spark's sink, bulk sizes",
+    "cproducer-fn": "cproducer write_to_kafka",
 }
 
 
@@ -292,6 +297,18 @@ class Sinks:
         )
         self._start(writer)
 
+    # cproducer's function form
+    def cproducer_fn_batch(self, bootstrap: str, topic: str) -> None:
+        from cproducer.spark import write_to_kafka
+
+        write_to_kafka(self.batch_df, topic, bootstrap_servers=bootstrap, **self.producer)
+
+    def cproducer_fn_stream(self, bootstrap: str, topic: str) -> None:
+        from cproducer.spark import write_to_kafka
+
+        writer = write_to_kafka(self.stream(), topic, bootstrap_servers=bootstrap, **self.producer)
+        self._start(writer.option("checkpointLocation", self.checkpoint()))
+
     # cproducer's exactly-once option: a transaction per task, with a batch marker
     def cproducer_eos_batch(self, bootstrap: str, topic: str) -> None:
         (
@@ -382,8 +399,8 @@ def main(argv: Any = None) -> int:
     ap.add_argument(
         "--sinks",
         default="spark,cproducer,confluent",
-        help="any of spark, cproducer, confluent, spark-bulk, cproducer-eos (Apache Kafka "
-        "only: Tansu's transactions are partial, docs/tested-against.md)",
+        help="any of spark, cproducer, confluent, spark-bulk, cproducer-fn, cproducer-eos "
+        "(Apache Kafka only: Tansu's transactions are partial, docs/tested-against.md)",
     )
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--repeats", type=int, default=3)
