@@ -745,11 +745,44 @@ def _write_exactly_once(
         if errors:
             producer.abort_transaction()
             return TaskStats(pid, attempt, produced, delivered, errors, first_error), False
+        if not _spark_jvm_alive():
+            # the input ended because the JVM that fed it died (an executor killed): PyArrow
+            # sees a stream cut at a batch boundary as a clean end, so these may be only part
+            # of the task's rows. Committing them with the marker would make the rerun skip the
+            # rest; aborting leaves the whole task to it.
+            producer.abort_transaction()
+            raise KafkaSinkError(
+                "exactly-once: the Spark JVM feeding this task is gone; transaction aborted",
+                DeliveryReport(produced, 0, produced),
+            )
         producer.send_offsets_to_transaction({marker: (batch_id + 1, f"batch {batch_id}")}, txn_id)
         producer.commit_transaction()
         return TaskStats(pid, attempt, produced, delivered, 0, None), False
     finally:
         producer.close(timeout=30)
+
+
+def _spark_jvm_alive() -> bool:
+    """Whether the JVM that started this Python worker (its nearest ``java`` ancestor: the
+    executor, or the driver in local mode) still runs. When it dies its children are
+    reparented, so the chain no longer reaches a ``java`` process. True where /proc is absent
+    (cannot tell)."""
+    import os
+
+    pid = os.getpid()
+    try:
+        for _ in range(8):  # worker -> daemon -> JVM, with room for a wrapper or two
+            with open(f"/proc/{pid}/stat") as f:
+                pid = int(f.read().rsplit(")", 1)[1].split()[1])
+            if pid <= 1:
+                return False
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv0 = f.read().split(b"\0", 1)[0]
+            if os.path.basename(argv0) == b"java":
+                return True
+    except (OSError, ValueError, IndexError):
+        return True
+    return False
 
 
 def _write_task(plan: WritePlan, batches: Iterator[Any], stream_batch: bool) -> Any:

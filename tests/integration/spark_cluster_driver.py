@@ -75,7 +75,7 @@ def _rows(spark: Any, cmd: Dict[str, Any]) -> Any:
 def main() -> int:
     from pyspark.sql import SparkSession
 
-    from cproducer.spark import write_to_kafka
+    from cproducer.spark import KafkaDataSource, write_to_kafka
 
     master = sys.argv[1]
     spark = (
@@ -94,12 +94,26 @@ def main() -> int:
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
+    spark.dataSource.register(KafkaDataSource)
     print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
         cmd = json.loads(line)
         if cmd.get("op") == "stop":
             break
         try:
+            if cmd.get("guarantee"):  # the cproducer format: no report, the job fails or not
+                (
+                    _rows(spark, cmd)
+                    .write.format("cproducer")
+                    .option("kafka.bootstrap.servers", cmd["bootstrap"])
+                    .option("kafka.linger.ms", "5")
+                    .option("topic", cmd["topic"])
+                    .option("deliveryGuarantee", cmd["guarantee"])
+                    .mode("append")
+                    .save()
+                )
+                print(json.dumps({"saved": True}), flush=True)
+                continue
             report = write_to_kafka(
                 _rows(spark, cmd),
                 cmd["topic"],

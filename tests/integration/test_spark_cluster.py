@@ -121,14 +121,16 @@ def _check_every_row(broker: LocalBroker, topic: str) -> int:
     return len(values) - ROWS
 
 
-def _wait_for_a_row(broker: LocalBroker, topic: str, rows: range, timeout_s: float) -> bool:
-    """Whether a record whose value is in ``rows`` shows up in ``topic`` within ``timeout_s``."""
+def _wait_for_a_row(broker: Any, topic: str, rows: range, timeout_s: float) -> bool:
+    """Whether a record whose value is in ``rows`` shows up in ``topic`` within ``timeout_s``
+    (read_uncommitted: a record of an open transaction counts)."""
     consumer = Consumer(
         {
             "bootstrap.servers": broker.bootstrap_servers,
             "group.id": f"watch-{uuid.uuid4().hex[:8]}",
             "enable.auto.commit": False,
             "fetch.wait.max.ms": 20,
+            "isolation.level": "read_uncommitted",
         }
     )
     try:
@@ -143,6 +145,31 @@ def _wait_for_a_row(broker: LocalBroker, topic: str, rows: range, timeout_s: flo
         return False
     finally:
         consumer.close()
+
+
+def _kill_a_task_mid_write(cluster: Any, broker: Any, topic: str, progress: str) -> Any:
+    """kill -9 the executor of a task attempt that has sent part of its rows; returns it."""
+    # the victim: a task attempt that starts after another one finished (a warm cluster), so it
+    # has its whole ~2.5 s ahead of it
+    victim = None
+    seen: Set[Tuple[int, int, int]] = set()
+    deadline = time.monotonic() + 240
+    while victim is None and time.monotonic() < deadline:
+        started = _attempts(progress, "start")
+        if seen and _attempts(progress, "end"):
+            fresh = sorted(started - seen, key=lambda t: t[1])
+            if fresh:
+                victim = fresh[0]
+        seen |= started
+        time.sleep(0.02)
+    assert victim is not None, "no task was seen starting"
+    # kill once the broker has rows of the victim's range: the lost attempt did send some
+    per_task = ROWS // SPARK_PARTITIONS
+    first = victim[1] * per_task
+    assert _wait_for_a_row(broker, topic, range(first, first + per_task), timeout_s=60)
+    assert victim not in _attempts(progress, "end"), "the task finished before the kill"
+    cluster.kill_executor(victim[0])
+    return victim
 
 
 def test_every_row_once_from_executors_in_separate_jvms(cluster, driver, broker, tmp_path) -> None:
@@ -179,26 +206,8 @@ def test_executor_killed_mid_write_retried_tasks_no_row_missing(
         delay_s=0.5,
         progress_dir=progress,
     )
-    # the victim: a task attempt that starts after another one finished (a warm cluster), so it
-    # has its whole ~2.5 s ahead of it
-    victim = None
-    seen: Set[Tuple[int, int, int]] = set()
-    deadline = time.monotonic() + 240
-    while victim is None and time.monotonic() < deadline:
-        started = _attempts(progress, "start")
-        if seen and _attempts(progress, "end"):
-            fresh = sorted(started - seen, key=lambda t: t[1])
-            if fresh:
-                victim = fresh[0]
-        seen |= started
-        time.sleep(0.02)
-    assert victim is not None, "no task was seen starting"
-    # kill once the broker has rows of the victim's range: the lost attempt did send some
+    victim = _kill_a_task_mid_write(cluster, broker, topic, progress)
     per_task = ROWS // SPARK_PARTITIONS
-    first = victim[1] * per_task
-    assert _wait_for_a_row(broker, topic, range(first, first + per_task), timeout_s=60)
-    assert victim not in _attempts(progress, "end"), "the task finished before the kill"
-    cluster.kill_executor(victim[0])
     answer = driver.answer(300)
     assert "error" not in answer, answer
     assert answer["produced"] == answer["delivered"] == ROWS and answer["errors"] == 0
@@ -209,3 +218,42 @@ def test_executor_killed_mid_write_retried_tasks_no_row_missing(
     print(f"\nexecutor kill: partition {victim[1]} retried, {duplicates} rows written twice")
     # the lost attempt's rows that reached the broker are there twice, and only those
     assert 0 < duplicates <= per_task
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize("guarantee", ["exactly-once"])
+def test_executor_killed_mid_write_exactly_once_reads_every_row_once(
+    cluster, driver, kafka_broker, tmp_path, guarantee
+) -> None:
+    """The same kill through the cproducer format with deliveryGuarantee=exactly-once, on Apache
+    Kafka: the lost attempt's open transaction is aborted when the rerun's init_transactions
+    fences it, and a read_committed reader sees every row once. (The at-least-once control
+    is the test above: the same kill leaves duplicates.)"""
+    topic = f"cluster-eos-{uuid.uuid4().hex[:10]}"
+    kafka_broker.create_topic(topic, TOPIC_PARTITIONS)
+    progress = str(tmp_path)
+    driver.send(
+        op="write",
+        bootstrap=kafka_broker.bootstrap_servers,
+        topic=topic,
+        rows=ROWS,
+        partitions=SPARK_PARTITIONS,
+        delay_s=0.5,
+        progress_dir=progress,
+        guarantee=guarantee,
+    )
+    victim = _kill_a_task_mid_write(cluster, kafka_broker, topic, progress)
+    answer = driver.answer(300)
+    assert answer.get("saved"), answer
+    assert any(a[1] == victim[1] and a[2] > 0 for a in _attempts(progress, "end")), victim
+    records = read_back(
+        kafka_broker.bootstrap_servers,
+        topic,
+        TOPIC_PARTITIONS,
+        ROWS,
+        timeout_s=120,
+        settle_s=2.0,
+        config={"isolation.level": "read_committed"},
+    )
+    values = [int(r.value) for r in records]
+    assert set(values) == set(range(ROWS)) and len(values) == ROWS
