@@ -425,8 +425,17 @@ def main(argv: Any = None) -> int:
 
     load_before = os.getloadavg()
     work = tempfile.mkdtemp(prefix="spark-sink-")
+    builder = SparkSession.builder
+    if args.broker == "tansu":
+        # every run's broker is new, so every run's Spark producer too: close the idle ones
+        # soon (Spark keeps them 10 minutes; a spark-bulk one holds up to 32 MiB of pooled
+        # 1 MiB batches, and a pile of them filled the driver's heap)
+        builder = builder.config("spark.kafka.producer.cache.timeout", "20s").config(
+            "spark.kafka.producer.cache.evictorThreadRunInterval", "5s"
+        )
     spark = (
-        SparkSession.builder.master("local[2]")
+        builder.master("local[2]")
+        .config("spark.driver.memory", "2g")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.jars", ",".join(jars))
