@@ -137,6 +137,19 @@ def _producer_options(
 # ------------------------------------------------------------------ schema checks (driver side)
 
 
+def _is_headers_type(dt: Any, value_types: Any) -> bool:
+    """``array<struct<key: string, value: <value_types>>>``: the sink's ``headers`` column."""
+    from pyspark.sql import types as T
+
+    return (
+        isinstance(dt, T.ArrayType)
+        and isinstance(dt.elementType, T.StructType)
+        and [f.name for f in dt.elementType.fields] == ["key", "value"]
+        and isinstance(dt.elementType.fields[0].dataType, T.StringType)
+        and isinstance(dt.elementType.fields[1].dataType, value_types)
+    )
+
+
 def _check_schema(df: Any, topic: Optional[str]) -> Dict[str, str]:
     """Column kinds by name; raises ConfigError before any task runs."""
     from pyspark.sql import types as T
@@ -177,13 +190,7 @@ def _check_schema(df: Any, topic: Optional[str]) -> Dict[str, str]:
         kinds["partition"] = "int"
     if "headers" in fields:
         dt = fields["headers"]
-        ok = (
-            isinstance(dt, T.ArrayType)
-            and isinstance(dt.elementType, T.StructType)
-            and [f.name for f in dt.elementType.fields] == ["key", "value"]
-            and isinstance(dt.elementType.fields[0].dataType, T.StringType)
-            and isinstance(dt.elementType.fields[1].dataType, (T.BinaryType, T.StringType))
-        )
+        ok = _is_headers_type(dt, (T.BinaryType, T.StringType))
         if not ok:
             raise ConfigError(
                 "write_to_kafka: column 'headers' must be array<struct<key: string, value: "
@@ -535,13 +542,7 @@ def _spark_contract(schema: Any, topic: Optional[str]) -> Dict[str, str]:
     kinds["value"] = "value"
     if "headers" in fields:
         dt = fields["headers"]
-        ok = (
-            isinstance(dt, T.ArrayType)
-            and isinstance(dt.elementType, T.StructType)
-            and [f.name for f in dt.elementType.fields] == ["key", "value"]
-            and isinstance(dt.elementType.fields[0].dataType, T.StringType)
-            and isinstance(dt.elementType.fields[1].dataType, T.BinaryType)
-        )
+        ok = _is_headers_type(dt, T.BinaryType)  # Spark's sink: binary header values only
         check("headers", ok, "array<struct<key:string,value:binary>>")
         kinds["headers"] = "headers"
     if "partition" in fields:
