@@ -402,7 +402,10 @@ def test_a_refused_producer_waits_its_backoff_before_each_new_attempt(
         for (at, kind), later in zip(seen, seen[1:])
         if kind == "refused" and later[1] == "connecting"
     ]
-    assert len(gaps) >= 2 and min(gaps) >= 0.08, seen
+    # the backoff's floor is 80 ms (100 ms - 20%), counted from the refusal's handling; the
+    # ERROR record of the refusal is made a little after that instant (by up to ~10 ms on a
+    # loaded machine), the next attempt's record a little after its start
+    assert len(gaps) >= 2 and min(gaps) >= 0.065, seen
     assert secret not in caplog.text
 
 
