@@ -375,6 +375,9 @@ def test_a_refused_producer_waits_its_backoff_before_each_new_attempt(
     caplog.set_level(logging.DEBUG, logger="cproducer.network.network_client")
     secret = f"wrong-{uuid.uuid4().hex[:8]}-pw"
     kwargs = producer_settings(broker, "SASL_PLAINTEXT", "PLAIN", certs["ca"], password=secret)
+    # this producer's records only: one an earlier test left running logs to the same logger
+    client_id = f"refused-{uuid.uuid4().hex[:8]}"
+    kwargs["configs"]["client.id"] = client_id
     p = KafkaProducer(max_block_ms=30000, **kwargs)
     try:
         with pytest.raises(errors.SaslAuthenticationError):
@@ -383,6 +386,8 @@ def test_a_refused_producer_waits_its_backoff_before_each_new_attempt(
         def events() -> List[Tuple[float, str]]:
             out = []
             for r in list(caplog.records):
+                if not r.threadName.endswith(f"| {client_id}"):
+                    continue
                 message = r.getMessage()
                 if "failed authentication" in message:
                     out.append((r.created, "refused"))
