@@ -11,27 +11,35 @@ until its batch is acknowledged, see the README). The call stores the result and
 delivery on the producer's ``LoopCompletions``; when no hand-over is pending it schedules one
 ``loop.call_soon_threadsafe(drain)``: a batch of N records completing together costs one wake-up
 of the loop, not N. ``drain`` then resolves every queued future on the loop's thread, the only
-thread allowed to touch them. The futures are plain ``asyncio.Future`` objects, as aiokafka's.
+thread allowed to touch them.
 
-A resolved future schedules each of its done-callbacks with ``loop.call_soon``: a ``Handle``
-made in Python, run by the loop's next iteration. ``asyncio.gather`` puts one on every future it
-waits for, a task one on the future it awaits; for a burst of thousands of gathered futures that
-was most of the loop's cost per record. A drain run as a loop callback therefore collects the
-done-callbacks of the futures it resolves and runs them itself once they are all resolved, each
-in its context, an exception to the loop's exception handler (as ``Handle`` runs them): the same
-callbacks, once each, on the loop's thread, after their future is done, only without a Handle
-and a pass through the loop's ready queue each (``_drain_batched``).
+A record's future is a ``Future`` of this module: asyncio's Future protocol and semantics
+(``asyncio.isfuture`` is True, tasks, ``gather``, ``wait``, ``shield``, ``wait_for`` and
+``wrap_future`` take it as they take an ``asyncio.Future``), written in C here because a burst of
+thousands of gathered futures spent most of the loop's time per record in ``asyncio.Future``'s
+machinery: its constructor calls ``loop.get_debug()`` per future, and each done-callback
+(``gather`` puts one on every future, a task one on the future it awaits) is scheduled through
+``loop.call_soon``, a ``Handle`` made in Python and run by the loop's next iteration. A drain run
+as a loop callback resolves its futures with the list it collects their done-callbacks into, and
+runs them itself once they are all resolved, each in its context, an exception to the loop's
+exception handler (as ``Handle`` runs them): the same callbacks, once each, on the loop's thread,
+after their future is done, only without a Handle and a pass through the loop's ready queue each
+(``_drain_batched``). Resolved anywhere else (``set_result`` by anyone, ``cancel``, a drain run
+from a coroutine, a loop whose scheduling is watched: debug mode, uvloop, an overridden
+``call_soon``) a future schedules its callbacks with ``loop.call_soon``, as asyncio's does.
+``isinstance(future, asyncio.Future)`` is False. ``send_batch``'s futures stay ``asyncio.Future``
+objects (one per call: nothing to gain), scheduled by the loop as usual.
 
 A record's future is out of the GC's lists. Thousands are in flight at a time, and the GC walked
 each one at every young collection until it moved it to the oldest generation, whose growth then
 triggered full collections: a tenth of the CPU of a send loop went to walking them. A pending
 future may be in a cycle (its callbacks lead to the task awaiting it, whose frame holds it), but
 the record's delivery holds it until it resolves, so that cycle is never garbage before then. On
-success the future holds its loop and its RecordMetadata (an untracked tuple of str and int)
-only: nothing leads back to it, and it stays untracked. A future that fails (its exception's
-traceback may lead back to it) or that its awaiter cancelled goes back into the GC's lists when
-its delivery resolves it, as do the futures of deliveries dropped because the loop is closed.
-(A reference cycle hung on a resolved future as an attribute would not be collected.)
+success the future drops its callbacks and holds its loop and its RecordMetadata (an untracked
+tuple of str and int) only: nothing leads back to it, and it stays untracked. A future that
+fails (its exception's traceback may lead back to it), that is cancelled, or that is given a
+result by anyone but its delivery goes back into the GC's lists, as do the futures of deliveries
+dropped because the loop is closed. (A future has no ``__dict__``: no cycle can be hung on it.)
 
 While a send runs on the loop's thread, the loop is busy and no wake-up is needed: the send
 path queues one drain with ``call_soon`` (``drain_on_loop``), which the loop runs before it next
@@ -49,11 +57,13 @@ under the GIL (no Python code runs between reading and replacing it).
 """
 
 import asyncio
+import types
+from asyncio import base_futures
 
 cimport cython
 from cpython.list cimport PyList_GET_ITEM
 from cpython.object cimport PyTypeObject
-from cpython.ref cimport PyObject, Py_INCREF
+from cpython.ref cimport PyObject, Py_INCREF, Py_DECREF
 from cpython.tuple cimport PyTuple_New
 
 from cproducer.producer.internals.produce_request_result cimport (
@@ -72,43 +82,350 @@ cdef extern from "Python.h":
     int PyObject_GC_IsTracked(object op)
     void PyTuple_SET_ITEM(object t, Py_ssize_t i, object item)  # steals a reference
     object PyLong_FromLongLong(long long value)
+    object PyContext_CopyCurrent()
 
-cdef object _Future = asyncio.Future
-# unbound methods: no attribute lookup on each future
-cdef object _future_done = asyncio.Future.done
-cdef object _set_result = asyncio.Future.set_result
-cdef object _set_exception = asyncio.Future.set_exception
+cdef object _AsyncioFuture = asyncio.Future
+cdef object _CancelledError = asyncio.CancelledError
+cdef object _InvalidStateError = asyncio.InvalidStateError
+cdef object _future_repr_info = base_futures._future_repr_info
+
+
+cdef inline void _track(object obj):
+    if not PyObject_GC_IsTracked(obj):
+        PyObject_GC_Track(<void*>obj)
 
 
 cdef extern from *:
     """
-    /* asyncio.Future(loop=loop) as type.__call__ makes it (tp_new, then tp_init), but with the
-       keywords in a dict made once per producer: a call of the type itself builds an argument
-       tuple and a keyword dict per future (the type has no vectorcall). */
-    static PyObject *cproducer_new_instance(PyObject *type, PyObject *args, PyObject *kwargs) {
-        PyTypeObject *t = (PyTypeObject *)type;
-        PyObject *obj = t->tp_new(t, args, kwargs);
-        if (obj == NULL)
-            return NULL;
-        if (t->tp_init != NULL && t->tp_init(obj, args, kwargs) < 0) {
-            Py_DECREF(obj);
-            return NULL;
+    /* The am_send slot (Python 3.10+), which await uses: the iterator returns the future's
+       result without raising a StopIteration. Before 3.10, __next__ does it the slow way. */
+    #if PY_VERSION_HEX >= 0x030A0000
+    static PyAsyncMethods cproducer_future_iter_async = {0, 0, 0, 0};
+    static int cproducer_set_iter_am_send(PyTypeObject *t, int (*f)(PyObject *, PyObject *,
+                                                                    PyObject **)) {
+        if (t->tp_as_async == NULL) {
+            if (t->tp_flags & Py_TPFLAGS_HEAPTYPE)
+                t->tp_as_async = &((PyHeapTypeObject *)t)->as_async;
+            else
+                t->tp_as_async = &cproducer_future_iter_async;
         }
-        return obj;
+        t->tp_as_async->am_send = (sendfunc)f;
+        PyType_Modified(t);
+        return 0;
     }
+    #else
+    static int cproducer_set_iter_am_send(PyTypeObject *t, int (*f)(PyObject *, PyObject *,
+                                                                    PyObject **)) {
+        (void)t; (void)f;
+        return 0;
+    }
+    #endif
     """
-    object cproducer_new_instance(object type, tuple args, dict kwargs)
+    ctypedef int (*iter_send_func)(PyObject*, PyObject*, PyObject**) except -1
+    int cproducer_set_iter_am_send(type t, iter_send_func f) except -1
 
 
-cdef inline object _untracked_future(dict future_kwargs):
-    future = cproducer_new_instance(_Future, (), future_kwargs)
-    PyObject_GC_UnTrack(<void*>future)
-    return future
+cdef enum:
+    _PENDING = 0
+    _CANCELLED = 1
+    _FINISHED = 2
+
+cdef tuple _STATE_NAMES = ("PENDING", "CANCELLED", "FINISHED")
 
 
-cdef inline void _track(object future):
-    if not PyObject_GC_IsTracked(future):
-        PyObject_GC_Track(<void*>future)
+@cython.final
+@cython.auto_pickle(False)
+cdef class Future:
+    """A record's future: ``asyncio.Future``'s protocol and semantics (see the module's
+    docstring), made by the producer; ``Future(loop=loop)`` makes one too.
+
+    GC support (``tp_traverse``) is kept: a future holding done-callbacks (closures, a task's
+    wake-up) can be part of a cycle, as can a failed one through its exception's traceback;
+    asyncio.Future is GC-tracked for that reason. The record futures are taken out of the GC's
+    lists while the module's docstring says it is safe, and put back otherwise."""
+
+    def __init__(self, *, loop=None):
+        self._loop = asyncio.get_event_loop() if loop is None else loop
+
+    # asyncio.isfuture: a class attribute that is not None; a task sets it per instance
+    @property
+    def _asyncio_future_blocking(self):
+        return self._blocking
+
+    @_asyncio_future_blocking.setter
+    def _asyncio_future_blocking(self, value):
+        self._blocking = value
+
+    @property
+    def _state(self):
+        return _STATE_NAMES[self._status]
+
+    @property
+    def _callbacks(self):
+        return self._callback_list()
+
+    @property
+    def _source_traceback(self):
+        return None
+
+    @property
+    def _log_traceback(self):
+        return self._log_tb
+
+    @_log_traceback.setter
+    def _log_traceback(self, value):
+        if value:
+            raise ValueError("_log_traceback can only be set to False")
+        self._log_tb = False
+
+    def __class_getitem__(cls, item):
+        return types.GenericAlias(cls, item)
+
+    def __repr__(self):
+        return f"<{type(self).__name__} {' '.join(_future_repr_info(self))}>"
+
+    def __del__(self):
+        # as asyncio.Future: an exception nobody retrieved goes to the loop's handler
+        if not self._log_tb:
+            return
+        self._loop.call_exception_handler({
+            "message": f"{type(self).__name__} exception was never retrieved",
+            "exception": self._exception,
+            "future": self,
+        })
+
+    def get_loop(self):
+        return self._loop
+
+    def done(self):
+        return self._status != _PENDING
+
+    def cancelled(self):
+        return self._status == _CANCELLED
+
+    def result(self):
+        return self._get_result()
+
+    cdef object _get_result(self):
+        if self._status == _CANCELLED:
+            raise self._make_cancelled_error()
+        if self._status != _FINISHED:
+            raise _InvalidStateError("Result is not ready.")
+        self._log_tb = False
+        if self._exception is not None:
+            raise self._exception.with_traceback(self._exception_tb)
+        return self._result
+
+    def exception(self):
+        if self._status == _CANCELLED:
+            raise self._make_cancelled_error()
+        if self._status != _FINISHED:
+            raise _InvalidStateError("Exception is not set.")
+        self._log_tb = False
+        return self._exception
+
+    def _make_cancelled_error(self):
+        if self._cancel_message is None:
+            return _CancelledError()
+        return _CancelledError(self._cancel_message)
+
+    def add_done_callback(self, fn, *, context=None):
+        if self._status != _PENDING:
+            self._loop.call_soon(fn, self, context=context)
+            return
+        if context is None:
+            context = PyContext_CopyCurrent()
+        if self._callback0 is None:
+            # the first inline (gather and a task add one each), more in a list
+            self._callback0 = fn
+            self._context0 = context
+        else:
+            if self._more_callbacks is None:
+                self._more_callbacks = []
+            self._more_callbacks.append(fn)
+            self._more_callbacks.append(context)
+
+    def remove_done_callback(self, fn):
+        cdef list kept = []
+        cdef Py_ssize_t removed = 0
+        for callback, context in self._callback_list():
+            if callback == fn:
+                removed += 1
+            else:
+                kept.append(callback)
+                kept.append(context)
+        if removed:
+            self._callback0 = self._context0 = self._more_callbacks = None
+            if kept:
+                self._callback0 = kept[0]
+                self._context0 = kept[1]
+                if len(kept) > 2:
+                    self._more_callbacks = kept[2:]
+        return removed
+
+    cdef list _callback_list(self):
+        cdef list out = []
+        cdef Py_ssize_t i
+        if self._callback0 is not None:
+            out.append((self._callback0, self._context0))
+        if self._more_callbacks is not None:
+            for i in range(0, len(self._more_callbacks), 2):
+                out.append((self._more_callbacks[i], self._more_callbacks[i + 1]))
+        return out
+
+    def cancel(self, msg=None):
+        self._log_tb = False
+        if self._status != _PENDING:
+            return False
+        self._status = _CANCELLED
+        self._cancel_message = msg
+        _track(self)  # the message is anyone's object
+        self._schedule_callbacks(None)
+        return True
+
+    def set_result(self, result):
+        if self._status != _PENDING:
+            raise _InvalidStateError(f"{self._state}: {self!r}")
+        _track(self)  # the result is anyone's object: it may lead back here
+        self._finish(result, None)
+
+    def set_exception(self, exception):
+        if self._status != _PENDING:
+            raise _InvalidStateError(f"{self._state}: {self!r}")
+        if isinstance(exception, type):
+            exception = exception()
+        if not isinstance(exception, BaseException):
+            raise TypeError("invalid exception object")
+        if type(exception) is StopIteration:
+            raise TypeError("StopIteration interacts badly with generators "
+                            "and cannot be raised into a Future")
+        self._fail(exception, None)
+
+    cdef int _finish(self, object result, list collected) except -1:
+        # (the caller checked that the future is pending)
+        self._result = result
+        self._status = _FINISHED
+        return self._schedule_callbacks(collected)
+
+    cdef int _fail(self, object exception, list collected) except -1:
+        _track(self)  # the exception's traceback may lead back to the future
+        self._exception = exception
+        self._exception_tb = exception.__traceback__
+        self._status = _FINISHED
+        self._schedule_callbacks(collected)
+        self._log_tb = True
+        return 0
+
+    cdef int _schedule_callbacks(self, list collected) except -1:
+        """The done-callbacks to the loop's ``call_soon``, or, with ``collected`` (a batched
+        drain's list), appended to it flat: callback, future, context."""
+        cdef Py_ssize_t i
+        cdef list more = self._more_callbacks
+        callback = self._callback0
+        context = self._context0
+        self._callback0 = self._context0 = self._more_callbacks = None
+        if callback is None:
+            return 0
+        if collected is not None:
+            collected.append(callback)
+            collected.append(self)
+            collected.append(context)
+            if more is not None:
+                for i in range(0, len(more), 2):
+                    collected.append(more[i])
+                    collected.append(self)
+                    collected.append(more[i + 1])
+            return 0
+        call_soon = self._loop.call_soon
+        call_soon(callback, self, context=context)
+        if more is not None:
+            for i in range(0, len(more), 2):
+                call_soon(more[i], self, context=more[i + 1])
+        return 0
+
+    def __await__(self):
+        cdef _FutureIter it = _FutureIter.__new__(_FutureIter)
+        it.future = self
+        return it
+
+    def __iter__(self):  # (yield from, as asyncio.Future)
+        cdef _FutureIter it = _FutureIter.__new__(_FutureIter)
+        it.future = self
+        return it
+
+
+@cython.final
+@cython.freelist(64)
+@cython.auto_pickle(False)
+cdef class _FutureIter:
+    """What ``await future`` iterates, as asyncio's C FutureIter: yields the future (its
+    ``_asyncio_future_blocking`` set: the task then waits for it) while it is pending, then
+    returns its result."""
+
+    cdef Future future
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        cdef PyObject* res = NULL
+        cdef int status = _iter_send(<PyObject*>self, <PyObject*>None, &res)
+        out = <object>res
+        Py_DECREF(out)  # the reference _iter_send handed over
+        if status == 0:
+            raise StopIteration(out)
+        return out
+
+    def send(self, value):
+        return self.__next__()
+
+    def throw(self, typ, val=None, tb=None):
+        self.future = None
+        if isinstance(typ, BaseException):
+            if val is not None:
+                raise TypeError("instance exception may not have a separate value")
+            exc = typ
+        elif val is None:
+            exc = typ()
+        elif isinstance(val, typ):
+            exc = val
+        else:
+            exc = typ(val)
+        if tb is not None:
+            exc = exc.with_traceback(tb)
+        raise exc
+
+    def close(self):
+        self.future = None
+
+
+cdef int _iter_send(PyObject* it, PyObject* arg, PyObject** presult) except -1:
+    """One step of ``await future``; 1: yielded ``*presult``, 0: returned it (a new
+    reference either way)."""
+    cdef _FutureIter self = <_FutureIter>it
+    cdef Future future = self.future
+    if future is None:  # exhausted, as a generator that returned
+        out = None
+        Py_INCREF(out)
+        presult[0] = <PyObject*>out
+        return 0
+    if future._status == _PENDING:
+        # as asyncio's FutureIter: the flag, which the task clears, tells a second step
+        # before the future is done from the first
+        if not future._blocking:
+            future._blocking = True
+            Py_INCREF(future)
+            presult[0] = <PyObject*>future
+            return 1
+        raise RuntimeError("await wasn't used with future")
+    self.future = None
+    out = future._get_result()
+    Py_INCREF(out)
+    presult[0] = <PyObject*>out
+    return 0
+
+
+cproducer_set_iter_am_send(_FutureIter, _iter_send)
 
 
 cdef extern from *:
@@ -151,11 +468,8 @@ cdef class LoopCompletions:
 
     def __init__(self, loop, int acks):
         self.loop = loop
-        self._future_kwargs = {"loop": loop}
         self._call_soon_threadsafe = loop.call_soon_threadsafe
         self._call_soon = loop.call_soon
-        self._collect_bound = self._collect
-        self._callbacks = None
         self._plain_call_soon = (
             type(loop).call_soon is asyncio.BaseEventLoop.call_soon and hasattr(loop, "__dict__")
         )
@@ -209,65 +523,42 @@ cdef class LoopCompletions:
 
     def drain(self):
         """Resolve every queued future (on the loop's thread; from a coroutine too: the futures'
-        done-callbacks are scheduled as usual)."""
-        self._drain()
-
-    def _collect(self, callback, arg, context=None):
-        # the loop's call_soon while a batched drain resolves its futures: the done-callback
-        # is kept to be run at the end of the drain. Three items of a flat list, no tuple: a
-        # drain collects thousands, and as many live tuples would trigger collections of the
-        # cyclic GC in the middle of it (each walking what gather holds: its futures, lists)
-        callbacks = self._callbacks
-        callbacks.append(callback)
-        callbacks.append(arg)
-        callbacks.append(context)
+        done-callbacks are scheduled with ``call_soon``, as a task's wake-up cannot run inside
+        another task's step)."""
+        self._drain(None)
 
     cdef bint _can_batch(self):
-        # the loop's call_soon can be stood in for: asyncio's own (not a subclass's override,
-        # not uvloop's: no instance dict), not in debug mode (which checks and records each
-        # call)
+        # the loop's scheduling is nobody else's to watch: asyncio's own call_soon (not a
+        # subclass's override, not an instance attribute, not uvloop's: no instance dict), not
+        # debug mode (which checks each call and reports slow callbacks one by one)
         loop = self.loop
         return (self._plain_call_soon and not loop.get_debug()
                 and "call_soon" not in loop.__dict__)
 
     cdef int _drain_batched(self) except -1:
-        """``_drain`` as a loop callback, the futures' done-callbacks run at its end.
+        """``_drain`` as a loop callback, the record futures' done-callbacks run at its end.
 
-        Resolving a future schedules each of its done-callbacks with ``loop.call_soon``: a
-        ``Handle`` made in Python and run by the loop's next iteration, a few microseconds a
-        callback; ``asyncio.gather`` puts one on each of its futures, a task one on the future
-        it awaits. While the futures resolve, the loop's ``call_soon`` (which the C futures
-        look up on the loop object each time) is this producer's ``_collect``; the callbacks
-        then run here, each in its own context as ``Handle`` runs it (an exception goes to the
-        loop's exception handler). Only from a loop callback: a task's wake-up run from
-        inside another task's step would fail."""
+        The futures resolve into one list of their callbacks (``Future._schedule_callbacks``),
+        run here once all are resolved, each in its own context as ``Handle`` runs it (an
+        exception goes to the loop's exception handler). Only from a loop callback: a task's
+        wake-up run from inside another task's step would fail."""
         cdef list callbacks
         cdef Py_ssize_t i, n
         if not self._can_batch():
-            return self._drain()
-        loop_dict = self.loop.__dict__
-        self._callbacks = callbacks = []
-        loop_dict["call_soon"] = self._collect_bound
+            return self._drain(None)
+        callbacks = []
         try:
-            self._drain()
+            self._drain(callbacks)
         except BaseException:
             # the callbacks of the futures resolved so far go to the loop as usual
-            del loop_dict["call_soon"]
-            self._callbacks = None
             self._schedule(callbacks, 0)
             raise
-        del loop_dict["call_soon"]
-        self._callbacks = None
         n = len(callbacks)
         for i in range(0, n, 3):
             callback = callbacks[i]
             arg = callbacks[i + 1]
-            context = callbacks[i + 2]
             try:
-                if context is None:
-                    callback(arg)
-                else:
-                    context.run(callback, arg)
+                (<object>callbacks[i + 2]).run(callback, arg)
             except (SystemExit, KeyboardInterrupt):
                 # as the loop would: raised, the callbacks not run yet still scheduled
                 self._schedule(callbacks, i + 3)
@@ -279,7 +570,9 @@ cdef class LoopCompletions:
                 })
         return 0
 
-    cdef int _drain(self) except -1:
+    cdef int _drain(self, list collected) except -1:
+        """Resolve the queued deliveries; the record futures' done-callbacks go to
+        ``collected`` (None: to the loop's ``call_soon``)."""
         cdef list items
         cdef Py_ssize_t i, n
         self._scheduled = False
@@ -296,7 +589,7 @@ cdef class LoopCompletions:
                 _prefetch_results(items[i + _AHEAD // 2])
             delivery = items[i]
             if type(delivery) is RecordDelivery:
-                (<RecordDelivery>delivery).resolve()
+                (<RecordDelivery>delivery).resolve(collected)
             else:
                 (<BatchDelivery>delivery).resolve()
 
@@ -333,18 +626,23 @@ cdef class LoopCompletions:
         """(future, callback) for one record sent with the engine's ``send``."""
         cdef RecordDelivery delivery = RecordDelivery.__new__(RecordDelivery)
         delivery.completions = self
-        delivery.future = _untracked_future(self._future_kwargs)
+        delivery.future = self.new_future()
         return delivery.future, delivery
 
-    cdef object new_future(self):
-        return _untracked_future(self._future_kwargs)
+    cdef Future new_future(self):
+        # no __init__ (its keyword): the loop is set here; out of the GC's lists (see the
+        # module's docstring)
+        cdef Future future = Future.__new__(Future)
+        future._loop = self.loop
+        PyObject_GC_UnTrack(<void*>future)
+        return future
 
     def new_batch_delivery(self, to_metadata):
         """(future, callback) for a ``send_many`` call: the callback takes the engine's
         BatchResult, ``to_metadata(result)`` gives the future's value or its exception."""
         cdef BatchDelivery delivery = BatchDelivery.__new__(BatchDelivery)
         delivery.completions = self
-        delivery.future = _Future(loop=self.loop)
+        delivery.future = _AsyncioFuture(loop=self.loop)
         delivery.to_metadata = to_metadata
         return delivery.future, delivery
 
@@ -367,18 +665,17 @@ cdef class RecordDelivery:
             _record_completed(self, metadata[0], metadata[1], metadata[2], metadata[3],
                               metadata[4], None)
 
-    cdef int resolve(self) except -1:
-        future = self.future
+    cdef int resolve(self, list collected) except -1:
+        cdef Future future = self.future
         result = self.result
-        self.future = self.result = None
-        if _future_done(future):  # cancelled by its awaiter: the record is still sent
-            _track(future)  # (it may hold its CancelledError and, through that, a cycle)
+        self.future = None
+        self.result = None
+        if future._status != _PENDING:  # cancelled by its awaiter: the record is still sent
             return 0
         if isinstance(result, BaseException):
-            _track(future)  # the error's traceback may lead back to the future
-            _set_exception(future, translate(result))
+            future._fail(translate(result), collected)
         else:
-            _set_result(future, result)  # untracked for good: it holds no cycle (see above)
+            future._finish(result, collected)  # untracked for good: it holds no cycle (see above)
         return 0
 
 
@@ -414,11 +711,11 @@ cdef class BatchDelivery:
         future = self.future
         result = self.result
         self.future = self.result = None
-        if _future_done(future):
+        if future.done():
             return 0
         value = translate(result) if isinstance(result, BaseException) else self.to_metadata(result)
         if isinstance(value, BaseException):  # a record of the batch failed: the batch fails
-            _set_exception(future, value)
+            future.set_exception(value)
         else:
-            _set_result(future, value)
+            future.set_result(value)
         return 0

@@ -32,7 +32,7 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.ref cimport PyObject, Py_INCREF, Py_DECREF
 from libc.stdint cimport uint64_t
 
-from cproducer.compat.aiokafka.completions cimport LoopCompletions, RecordDelivery
+from cproducer.compat.aiokafka.completions cimport Future, LoopCompletions, RecordDelivery
 from cproducer.producer.fast_send cimport FastSend
 from cproducer.producer.internals.buffer_pool cimport BufferPool
 from cproducer.producer.internals.metadata_version cimport MetadataVersion
@@ -193,6 +193,7 @@ cdef class AioFastSend:
         cdef Py_ssize_t klen = 0, vlen = 0
         cdef int part
         cdef RecordDelivery delivery
+        cdef Future future
         if (st is None or self.divert or self.off_loop or headers is not None
                 or (key is None and value is None)
                 or st.version != self.metadata_version.value
