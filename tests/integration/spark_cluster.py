@@ -83,12 +83,14 @@ class StandaloneCluster:
         self.master: Optional[subprocess.Popen] = None
         self.workers: List[subprocess.Popen] = []
 
-    def _spark_class(self, *args: str, log: str) -> subprocess.Popen:
+    def _spark_class(
+        self, *args: str, log: str, env: Optional[Dict[str, str]] = None
+    ) -> subprocess.Popen:
         out = open(os.path.join(self.work_dir, log), "ab")
         try:
             return subprocess.Popen(
                 [os.path.join(spark_home(), "bin", "spark-class"), *args],
-                env=self.env,
+                env=env or self.env,
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
@@ -107,11 +109,14 @@ class StandaloneCluster:
             log="master.log",
         )  # fmt: skip
         for i in range(self.n_workers):
+            # each worker on a loopback address of its own: Spark sees hosts as many as the
+            # workers (it never runs a speculative copy of a task on its first attempt's host)
+            host = f"127.0.0.{i + 1}"
             self.workers.append(
                 self._spark_class(
                     "org.apache.spark.deploy.worker.Worker",
                     "--host",
-                    "127.0.0.1",
+                    host,
                     "--cores",
                     str(self.cores),
                     "--memory",
@@ -122,6 +127,7 @@ class StandaloneCluster:
                     os.path.join(self.work_dir, f"worker-{i}"),
                     self.url,
                     log=f"worker-{i}.log",
+                    env={**self.env, "SPARK_LOCAL_IP": host},
                 )  # fmt: skip
             )
         self._wait(lambda: bool(self.master_state()), timeout_s, "the master did not answer")

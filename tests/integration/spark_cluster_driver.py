@@ -6,13 +6,22 @@ Its own process because a Python process holds one SparkContext, and the local[2
 theirs. Reads one JSON command per line on stdin, answers one JSON line on stdout:
 
     {"op": "write", "bootstrap": ..., "topic": ..., "rows": N, "partitions": P,
-     "delay_s": S, "progress_dir": D}
+     "delay_s": S, "progress_dir": D, "stall": [PARTITION, SECONDS], "guarantee": G}
 
 writes N rows (value = key = the row number as text) with ``write_to_kafka`` from P Spark
-partitions. The rows come from a ``mapInArrow`` that waits ``delay_s`` before each Arrow batch
-and leaves ``start-EXECUTOR_PID-PARTITION-ATTEMPT`` and ``end-...`` files in D, so a test can
-see which executor JVM runs which task attempt while the write is under way. The answer has the
-DeliveryReport's totals and each successful task attempt.
+partitions (with ``guarantee``: through ``format("cproducer")`` with that deliveryGuarantee).
+The rows come from a ``mapInArrow`` that waits ``delay_s`` before each Arrow batch and leaves
+``start-EXECUTOR_PID-PARTITION-ATTEMPT`` and ``end-...`` files in D, so a test can see which
+executor JVM runs which task attempt while the write is under way. With ``stall``, the first
+attempt of that partition, its batches all yielded, waits that long before it ends (a
+``stalled-...`` file): a straggler, which Spark's speculation runs a copy of. (Its rows reach the
+sink meanwhile: a straggler that stopped mid-way would hold its last batches in the buffers
+between the Python workers and the JVM, and no row of it would be sent.) The answer has
+the DeliveryReport's totals and each successful task attempt.
+
+Speculation is on, with thresholds no task of the tests reaches unless it is made to stall: a
+copy of a task starts once it has run 15 s and ten times the median of its stage's finished
+tasks.
 """
 
 from __future__ import annotations
@@ -42,6 +51,7 @@ def _executor_pid() -> int:
 def _rows(spark: Any, cmd: Dict[str, Any]) -> Any:
     delay_s = float(cmd.get("delay_s", 0.0))
     progress_dir = cmd.get("progress_dir")
+    stall_partition, stall_s = cmd.get("stall") or (-1, 0.0)
 
     def generate(batches: Iterator[Any]) -> Iterator[Any]:
         import time
@@ -65,6 +75,9 @@ def _rows(spark: Any, cmd: Dict[str, Any]) -> Any:
             text = pc.cast(batch.column(0), pa.string())
             binary = pc.cast(text, pa.binary())
             yield pa.RecordBatch.from_arrays([binary, binary], ["key", "value"])
+        if ctx.partitionId() == stall_partition and ctx.attemptNumber() == 0:
+            mark("stalled")
+            time.sleep(stall_s)
         mark("end")
 
     return spark.range(int(cmd["rows"]), numPartitions=int(cmd["partitions"])).mapInArrow(
@@ -87,6 +100,9 @@ def main() -> int:
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.executor.memory", "512m")
         .config("spark.executor.cores", "1")
+        .config("spark.speculation", "true")
+        .config("spark.speculation.multiplier", "10")
+        .config("spark.speculation.minTaskRuntime", "15s")
         .config("spark.pyspark.python", sys.executable)
         .config("spark.executorEnv.PYTHONPATH", os.environ.get("PYTHONPATH", ""))
         # small Arrow batches: a task sends several, so a kill can land between them

@@ -4,6 +4,7 @@ back with librdkafka; an executor killed mid-write is survived through Spark's t
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import queue
@@ -257,3 +258,57 @@ def test_executor_killed_mid_write_exactly_once_reads_every_row_once(
     )
     values = [int(r.value) for r in records]
     assert set(values) == set(range(ROWS)) and len(values) == ROWS
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize("guarantee", ["at-least-once", "exactly-once"])
+def test_speculative_copy_of_a_straggler(
+    cluster, driver, kafka_broker, tmp_path, guarantee
+) -> None:
+    """The first attempt of one task sends its rows, then does not end: Spark's speculation runs
+    a copy of it on the other executor, whose success ends the task (Spark kills the first).
+    Exactly-once: the copy's init_transactions fences the straggler and aborts its open
+    transaction; a read_committed reader sees every row once. At-least-once, the control: the
+    straggler's rows that went out are in the topic twice."""
+    topic = f"cluster-spec-{uuid.uuid4().hex[:10]}"
+    kafka_broker.create_topic(topic, TOPIC_PARTITIONS)
+    progress = str(tmp_path)
+    straggler = 3
+    driver.send(
+        op="write",
+        bootstrap=kafka_broker.bootstrap_servers,
+        topic=topic,
+        rows=ROWS,
+        partitions=SPARK_PARTITIONS,
+        progress_dir=progress,
+        stall=[straggler, 120.0],
+        guarantee=guarantee,
+    )
+    answer = driver.answer(300)
+    assert answer.get("saved"), answer
+    stalled = _attempts(progress, "stalled")
+    assert {(p, a) for _e, p, a in stalled} == {(straggler, 0)}, stalled
+    (first_executor,) = {e for e, _p, _a in stalled}
+    copies = {(e, a) for e, p, a in _attempts(progress, "end") if p == straggler}
+    # the task ended by a copy (attempt > 0) in the other executor: speculation, not a retry
+    assert len(copies) == 1 and all(a > 0 and e != first_executor for e, a in copies), copies
+    records = read_back(
+        kafka_broker.bootstrap_servers,
+        topic,
+        TOPIC_PARTITIONS,
+        ROWS,
+        timeout_s=120,
+        settle_s=2.0,
+        config={"isolation.level": "read_committed"},
+    )
+    values = [int(r.value) for r in records]
+    assert set(values) == set(range(ROWS))
+    per_task = ROWS // SPARK_PARTITIONS
+    straggler_rows = set(range(straggler * per_task, (straggler + 1) * per_task))
+    twice = len(values) - ROWS
+    print(f"\nspeculation, {guarantee}: {twice} rows written twice")
+    if guarantee == "exactly-once":
+        assert twice == 0
+    else:
+        duplicated = {v for v, n in collections.Counter(values).items() if n > 1}
+        assert 0 < twice <= per_task and duplicated <= straggler_rows
