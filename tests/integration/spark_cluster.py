@@ -161,7 +161,7 @@ class StandaloneCluster:
                 f"http://127.0.0.1:{self.web_port}/json/", timeout=2
             ) as resp:
                 return json.load(resp)
-        except OSError:
+        except (OSError, ValueError):  # (not JSON: another process's page on a reused port)
             return {}
 
     def alive_workers(self) -> List[Dict]:
