@@ -90,7 +90,8 @@ def driver(cluster: StandaloneCluster) -> Iterator[Driver]:
         d.close()
 
 
-def _write(driver: Driver, broker: LocalBroker, topic: str, **extra: Any) -> Dict[str, Any]:
+def _start_write(driver: Driver, broker: Any, topic: str, **extra: Any) -> None:
+    """Start a write of ROWS rows from SPARK_PARTITIONS partitions (its answer: driver.answer)."""
     driver.send(
         op="write",
         bootstrap=broker.bootstrap_servers,
@@ -99,6 +100,10 @@ def _write(driver: Driver, broker: LocalBroker, topic: str, **extra: Any) -> Dic
         partitions=SPARK_PARTITIONS,
         **extra,
     )
+
+
+def _write(driver: Driver, broker: LocalBroker, topic: str, **extra: Any) -> Dict[str, Any]:
+    _start_write(driver, broker, topic, **extra)
     return driver.answer(300)
 
 
@@ -120,6 +125,20 @@ def _check_every_row(broker: LocalBroker, topic: str) -> int:
     for r in records[:: max(1, len(records) // 5000)]:
         assert r.key == r.value and r.partition == partition_for_key(r.key, TOPIC_PARTITIONS)
     return len(values) - ROWS
+
+
+def _committed_values(broker: Any, topic: str) -> List[int]:
+    """The row numbers a read_committed reader (librdkafka) finds in ``topic``."""
+    records = read_back(
+        broker.bootstrap_servers,
+        topic,
+        TOPIC_PARTITIONS,
+        ROWS,
+        timeout_s=120,
+        settle_s=2.0,
+        config={"isolation.level": "read_committed"},
+    )
+    return [int(r.value) for r in records]
 
 
 def _wait_for_a_row(broker: Any, topic: str, rows: range, timeout_s: float) -> bool:
@@ -198,15 +217,7 @@ def test_executor_killed_mid_write_retried_tasks_no_row_missing(
     broker.create_topic(topic, TOPIC_PARTITIONS)
     progress = str(tmp_path)
     # 25k rows per task in batches of 5000, 0.5 s before each: ~2.5 s per task
-    driver.send(
-        op="write",
-        bootstrap=broker.bootstrap_servers,
-        topic=topic,
-        rows=ROWS,
-        partitions=SPARK_PARTITIONS,
-        delay_s=0.5,
-        progress_dir=progress,
-    )
+    _start_write(driver, broker, topic, delay_s=0.5, progress_dir=progress)
     victim = _kill_a_task_mid_write(cluster, broker, topic, progress)
     per_task = ROWS // SPARK_PARTITIONS
     answer = driver.answer(300)
@@ -233,30 +244,14 @@ def test_executor_killed_mid_write_exactly_once_reads_every_row_once(
     topic = f"cluster-eos-{uuid.uuid4().hex[:10]}"
     kafka_broker.create_topic(topic, TOPIC_PARTITIONS)
     progress = str(tmp_path)
-    driver.send(
-        op="write",
-        bootstrap=kafka_broker.bootstrap_servers,
-        topic=topic,
-        rows=ROWS,
-        partitions=SPARK_PARTITIONS,
-        delay_s=0.5,
-        progress_dir=progress,
-        guarantee=guarantee,
+    _start_write(
+        driver, kafka_broker, topic, delay_s=0.5, progress_dir=progress, guarantee=guarantee
     )
     victim = _kill_a_task_mid_write(cluster, kafka_broker, topic, progress)
     answer = driver.answer(300)
     assert answer.get("saved"), answer
     assert any(a[1] == victim[1] and a[2] > 0 for a in _attempts(progress, "end")), victim
-    records = read_back(
-        kafka_broker.bootstrap_servers,
-        topic,
-        TOPIC_PARTITIONS,
-        ROWS,
-        timeout_s=120,
-        settle_s=2.0,
-        config={"isolation.level": "read_committed"},
-    )
-    values = [int(r.value) for r in records]
+    values = _committed_values(kafka_broker, topic)
     assert set(values) == set(range(ROWS)) and len(values) == ROWS
 
 
@@ -274,12 +269,10 @@ def test_speculative_copy_of_a_straggler(
     kafka_broker.create_topic(topic, TOPIC_PARTITIONS)
     progress = str(tmp_path)
     straggler = 3
-    driver.send(
-        op="write",
-        bootstrap=kafka_broker.bootstrap_servers,
-        topic=topic,
-        rows=ROWS,
-        partitions=SPARK_PARTITIONS,
+    _start_write(
+        driver,
+        kafka_broker,
+        topic,
         progress_dir=progress,
         stall=[straggler, 120.0],
         guarantee=guarantee,
@@ -292,16 +285,7 @@ def test_speculative_copy_of_a_straggler(
     copies = {(e, a) for e, p, a in _attempts(progress, "end") if p == straggler}
     # the task ended by a copy (attempt > 0) in the other executor: speculation, not a retry
     assert len(copies) == 1 and all(a > 0 and e != first_executor for e, a in copies), copies
-    records = read_back(
-        kafka_broker.bootstrap_servers,
-        topic,
-        TOPIC_PARTITIONS,
-        ROWS,
-        timeout_s=120,
-        settle_s=2.0,
-        config={"isolation.level": "read_committed"},
-    )
-    values = [int(r.value) for r in records]
+    values = _committed_values(kafka_broker, topic)
     assert set(values) == set(range(ROWS))
     per_task = ROWS // SPARK_PARTITIONS
     straggler_rows = set(range(straggler * per_task, (straggler + 1) * per_task))
