@@ -9,6 +9,9 @@
 #   ./dev.sh spark-kafka-libs         only fetch Spark's Kafka connector (spark-sql-kafka-0-10, as
 #                                     benchmarks/java/spark-kafka/pom.xml names it) into .cache, for
 #                                     benchmarks/spark_sink.py
+#   ./dev.sh kafka3-libs              only fetch Java's producer of Kafka 3.9
+#                                     (benchmarks/java/kafka-3/pom.xml) into .cache, for
+#                                     benchmarks/kip794_slow_broker.py --clients java
 #   ./dev.sh lint                     ruff check, ruff format --check, mypy, cython-lint
 #   ./dev.sh docs                     build the documentation site (warnings are errors) with the
 #                                     asv history, then open it in headless Chromium (docs/test_site.py)
@@ -55,43 +58,36 @@ setup() {
     echo "$inputs" > "$stamp"
 }
 
-# Apache Kafka's jars (the broker, its tools, Java's clients) from Maven Central, as tests/java/pom.xml
-# names them, into a git-ignored cache; fetched again only when the pom changes
-export CPRODUCER_KAFKA_LIBS=${CPRODUCER_KAFKA_LIBS:-$(pwd)/.cache/kafka/libs}
-kafka_libs() {
-    local stamp="$CPRODUCER_KAFKA_LIBS/.pom-sha256" sum
-    sum=$(sha256sum tests/java/pom.xml | cut -d' ' -f1)
-    [ "$(cat "$stamp" 2>/dev/null)" = "$sum" ] && return
+# Jars from Maven Central, as a pom names them, into a git-ignored cache directory; fetched again
+# only when the pom changes
+maven_libs() {
+    local pom=$1 dir=$2 sum
+    sum=$(sha256sum "$pom" | cut -d' ' -f1)
+    [ "$(cat "$dir/.pom-sha256" 2>/dev/null)" = "$sum" ] && return
     if ! command -v mvn >/dev/null || ! command -v javac >/dev/null; then
         as_root apt-get update -q
         DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -q --no-install-recommends \
             maven openjdk-17-jdk-headless
     fi
-    rm -rf "$CPRODUCER_KAFKA_LIBS"
-    mkdir -p "$CPRODUCER_KAFKA_LIBS"
-    mvn -q -B -f tests/java/pom.xml dependency:copy-dependencies -DincludeScope=runtime \
-        -DoutputDirectory="$CPRODUCER_KAFKA_LIBS"
-    echo "$sum" > "$stamp"
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    mvn -q -B -f "$pom" dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$dir"
+    echo "$sum" > "$dir/.pom-sha256"
 }
 
+# Apache Kafka's jars: the broker, its tools, Java's clients
+export CPRODUCER_KAFKA_LIBS=${CPRODUCER_KAFKA_LIBS:-$(pwd)/.cache/kafka/libs}
+kafka_libs() { maven_libs tests/java/pom.xml "$CPRODUCER_KAFKA_LIBS"; }
+
 # Spark's own Kafka sink (spark-sql-kafka-0-10 and the jars it needs that pyspark does not ship),
-# for benchmarks/spark_sink.py, into the same git-ignored cache; fetched again when the pom changes
+# for benchmarks/spark_sink.py
 export CPRODUCER_SPARK_KAFKA_LIBS=${CPRODUCER_SPARK_KAFKA_LIBS:-$(pwd)/.cache/spark-kafka/libs}
-spark_kafka_libs() {
-    local stamp="$CPRODUCER_SPARK_KAFKA_LIBS/.pom-sha256" pom=benchmarks/java/spark-kafka/pom.xml sum
-    sum=$(sha256sum "$pom" | cut -d' ' -f1)
-    [ "$(cat "$stamp" 2>/dev/null)" = "$sum" ] && return
-    if ! command -v mvn >/dev/null; then
-        as_root apt-get update -q
-        DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -q --no-install-recommends \
-            maven openjdk-17-jdk-headless
-    fi
-    rm -rf "$CPRODUCER_SPARK_KAFKA_LIBS"
-    mkdir -p "$CPRODUCER_SPARK_KAFKA_LIBS"
-    mvn -q -B -f "$pom" dependency:copy-dependencies -DincludeScope=runtime \
-        -DoutputDirectory="$CPRODUCER_SPARK_KAFKA_LIBS"
-    echo "$sum" > "$stamp"
-}
+spark_kafka_libs() { maven_libs benchmarks/java/spark-kafka/pom.xml "$CPRODUCER_SPARK_KAFKA_LIBS"; }
+
+# Java's producer of Kafka 3.9 (the legacy DefaultPartitioner's last line), for
+# benchmarks/kip794_slow_broker.py
+export CPRODUCER_KAFKA3_LIBS=${CPRODUCER_KAFKA3_LIBS:-$(pwd)/.cache/kafka-3/libs}
+kafka3_libs() { maven_libs benchmarks/java/kafka-3/pom.xml "$CPRODUCER_KAFKA3_LIBS"; }
 
 as_root() {
     if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
@@ -174,6 +170,7 @@ case "$cmd" in
         ;;
     kafka-libs) kafka_libs ;;
     spark-kafka-libs) spark_kafka_libs ;;
+    kafka3-libs) kafka3_libs ;;
     demo) setup; exec "$VENV/bin/python" -m cproducer.demo "$@" ;;
     lint)
         "$VENV/bin/ruff" check .
@@ -193,5 +190,5 @@ case "$cmd" in
             --ram "$(awk '/MemTotal/ {print $2 " kB"}' /proc/meminfo)"
         exec "$VENV/bin/asv" run --machine "$ASV_MACHINE" --skip-existing-successful "${@:-NEW}"
         ;;
-    *) echo "usage: $0 {test|perf|demo|lint|docs|wheel-test|asv-record|kafka-libs|spark-kafka-libs|setup} [args]" >&2; exit 2 ;;
+    *) echo "usage: $0 {test|perf|demo|lint|docs|wheel-test|asv-record|kafka-libs|spark-kafka-libs|kafka3-libs|setup} [args]" >&2; exit 2 ;;
 esac

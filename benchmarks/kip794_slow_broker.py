@@ -8,7 +8,10 @@ sends N x 512-byte unkeyed records at a capped rate (default 2048/s = 1 MB/s, th
 run in its own process, with linger.ms=0 as in the KIP (Java 3.x's default; ``--linger-ms``); the
 table shows its throughput and latencies, and each virtual node's share of the records (read back
 with librdkafka). ``--runs R`` runs every setting R times, the settings taking turns, and shows
-the medians.
+the medians. ``--clients cproducer,java`` runs Java's own ProducerPerformance too, from
+kafka-clients 3.9 (the last with the legacy DefaultPartitioner; ``./dev.sh kafka3-libs`` fetches
+it, or ``$CPRODUCER_KAFKA3_LIBS`` names its jars), in the same turns: each client's rows, side by
+side.
 
 After each table a verdict says whether the rows keep KIP-794's finding: the legacy sticky
 partitioner (KIP-480: the partition moves on at a new batch, so a slow broker's batches fill up
@@ -18,7 +21,8 @@ exits 1 when a verdict fails. ``--plot DIR`` also writes the rows (``kip794.json
 the latencies and node 0's share (``kip794.png``, matplotlib) into DIR.
 
     python benchmarks/kip794_slow_broker.py [--num-records 122880] [--throughputs 2048,4096]
-                                            [--runs 3] [--check] [--plot docs/_static/perf]
+                                            [--runs 3] [--clients cproducer,java] [--check]
+                                            [--plot docs/_static/perf]
 """
 
 from __future__ import annotations
@@ -39,11 +43,14 @@ from cproducer.localbroker import LocalBroker  # noqa: E402
 from tests.integration.readback import read_back  # noqa: E402
 from tests.tools.virtual_cluster import VirtualCluster  # noqa: E402
 
+_REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 LEGACY = "legacy DefaultPartitioner (KIP-480 sticky)"
 UNIFORM = "partitioner.adaptive.partitioning.enable=false"
 DEFAULTS = "new logic, all defaults (KIP-794)"
+# Java's legacy partitioner is named by its class; cproducer takes the short name too
+JAVA_LEGACY = "partitioner.class=org.apache.kafka.clients.producer.internals.DefaultPartitioner"
 SETTINGS = [
-    (LEGACY, ["partitioner.class=DefaultPartitioner"]),
+    (LEGACY, [JAVA_LEGACY]),
     (UNIFORM, ["partitioner.adaptive.partitioning.enable=false"]),
     (DEFAULTS, []),
     ("partitioner.availability.timeout.ms=5", ["partitioner.availability.timeout.ms=5"]),
@@ -55,17 +62,31 @@ LINE = re.compile(
 FIELDS = ("mb_per_s", "avg_ms", "p99_ms", "p999_ms", "node0_share")
 
 
+def perf_command(client: str, bootstrap: str) -> List[str]:
+    """The command line of one client's perf tool, up to its --topic."""
+    if client == "cproducer":
+        return [sys.executable, "-m", "cproducer.perf", "--bootstrap-server", bootstrap]
+    libs = os.environ.get("CPRODUCER_KAFKA3_LIBS") or os.path.join(
+        _REPO, ".cache", "kafka-3", "libs"
+    )
+    if not os.path.isfile(os.path.join(libs, "kafka-tools-3.9.1.jar")):
+        sys.exit(f"no kafka-tools 3.9 jar in {libs}: run `./dev.sh kafka3-libs` first")
+    tool = "org.apache.kafka.tools.ProducerPerformance"
+    return ["java", "-Xmx512m", "-cp", os.path.join(libs, "*"), tool]
+
+
 def run_once(
-    broker: Any, vc: Any, props: List[str], throughput: int, args: argparse.Namespace
+    broker: Any, vc: Any, client: str, props: List[str], throughput: int, args: argparse.Namespace
 ) -> Dict[str, Any]:
-    """One cproducer-perf-test run on a fresh topic: its figures, or {"error": ...}."""
+    """One perf-tool run on a fresh topic: its figures, or {"error": ...}."""
     topic = f"foo-{time.time_ns()}"
     broker.create_topic(topic, 3)
     cmd = [
-        sys.executable, "-m", "cproducer.perf", "--topic", topic,
+        *perf_command(client, vc.bootstrap_servers), "--topic", topic,
         "--num-records", str(args.num_records), "--record-size", "512",
-        "--throughput", str(throughput), "--bootstrap-server", vc.bootstrap_servers,
-        "--producer-props", f"linger.ms={args.linger_ms}", *props,
+        "--throughput", str(throughput),
+        "--producer-props", f"bootstrap.servers={vc.bootstrap_servers}",
+        f"linger.ms={args.linger_ms}", *props,
     ]  # fmt: skip
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
     m = LINE.search(out.stdout)
@@ -83,9 +104,16 @@ def run_once(
     }
 
 
-def median_row(name: str, throughput: int, runs: List[Dict[str, Any]]) -> Dict[str, Any]:
+def median_row(
+    client: str, name: str, throughput: int, runs: List[Dict[str, Any]]
+) -> Dict[str, Any]:
     """The setting's row: the median of each figure over its runs (and the runs themselves)."""
-    row: Dict[str, Any] = {"throughput": throughput, "setting": name, "runs": len(runs)}
+    row: Dict[str, Any] = {
+        "client": client,
+        "throughput": throughput,
+        "setting": name,
+        "runs": len(runs),
+    }
     for field in FIELDS:
         row[field] = statistics.median(r[field] for r in runs)
     row["p99_ms_each"] = [r["p99_ms"] for r in runs]
@@ -125,9 +153,16 @@ def main(argv: List[str] | None = None) -> int:
         "--linger-ms", type=int, default=0, help="linger.ms of every run (KIP-794's runs: 0)"
     )
     ap.add_argument("--runs", type=int, default=1, help="runs per setting; the table: medians")
+    ap.add_argument(
+        "--clients", default="cproducer", help="cproducer, java (Java's ProducerPerformance 3.9)"
+    )
     ap.add_argument("--check", action="store_true", help="exit 1 when a verdict fails")
     ap.add_argument("--plot", metavar="DIR", help="write kip794.json and kip794.png into DIR")
     args = ap.parse_args(argv)
+    clients = args.clients.split(",")
+    unknown = set(clients) - {"cproducer", "java"}
+    if unknown:
+        ap.error(f"--clients: unknown {', '.join(sorted(unknown))}; use cproducer, java")
     rows: List[Dict[str, Any]] = []
     failed = False
     load_before = round(os.getloadavg()[0], 2)
@@ -140,38 +175,44 @@ def main(argv: List[str] | None = None) -> int:
         )
         for throughput in [int(t) for t in args.throughputs.split(",")]:
             print(f"\n--throughput {throughput} ({throughput * 512 / 2**20:.2f} MB/s offered)")
-            runs: Dict[str, List[Dict[str, Any]]] = {name: [] for name, _ in SETTINGS}
-            for _ in range(args.runs):  # the settings take turns: noise hits them alike
+            runs: Dict[tuple, List[Dict[str, Any]]] = {
+                (client, name): [] for client in clients for name, _ in SETTINGS
+            }
+            for _ in range(args.runs):  # settings and clients take turns: noise hits them alike
                 for name, props in SETTINGS:
-                    result = run_once(broker, vc, props, throughput, args)
-                    if "error" in result:
-                        print(f"{name:<48} failed: {result['error']}")
-                    else:
-                        runs[name].append(result)
-            print(
-                f"{'setting':<48}{'MB/s':>7}{'avg ms':>9}{'p99 ms':>8}{'p99.9':>8}"
-                f"{'node 0 share':>14}"
-            )
-            table = []
-            for name, _ in SETTINGS:
-                if not runs[name]:
-                    continue
-                row = median_row(name, throughput, runs[name])
-                table.append(row)
+                    for client in clients:
+                        result = run_once(broker, vc, client, props, throughput, args)
+                        if "error" in result:
+                            print(f"{client} {name}: failed: {result['error']}")
+                        else:
+                            runs[client, name].append(result)
+            for client in clients:
                 print(
-                    f"{name:<48}{row['mb_per_s']:>7.2f}{row['avg_ms']:>9.1f}"
-                    f"{row['p99_ms']:>8g}{row['p999_ms']:>8g}{row['node0_share']:>13.1%}"
+                    f"{client:<10}{'setting':<48}{'MB/s':>7}{'avg ms':>9}{'p99 ms':>8}"
+                    f"{'p99.9':>8}{'node 0 share':>14}"
                 )
-            rows.extend(table)
-            problems = verdict(table)
-            if problems:
-                failed = True
-                print("verdict: KIP-794's ordering does NOT hold: " + "; ".join(problems))
-            else:
-                print(
-                    "verdict: KIP-794's ordering holds (legacy p99 the worst, the KIP-794 "
-                    "defaults below it, node 0's share lower with adaptive partitioning)"
-                )
+                table = []
+                for name, _ in SETTINGS:
+                    if not runs[client, name]:
+                        continue
+                    row = median_row(client, name, throughput, runs[client, name])
+                    table.append(row)
+                    print(
+                        f"{client:<10}{name:<48}{row['mb_per_s']:>7.2f}{row['avg_ms']:>9.1f}"
+                        f"{row['p99_ms']:>8g}{row['p999_ms']:>8g}{row['node0_share']:>13.1%}"
+                    )
+                rows.extend(table)
+                problems = verdict(table)
+                if problems:
+                    failed = True
+                    print(f"verdict ({client}): KIP-794's ordering does NOT hold: "
+                          + "; ".join(problems))  # fmt: skip
+                else:
+                    print(
+                        f"verdict ({client}): KIP-794's ordering holds (legacy p99 the worst, "
+                        "the KIP-794 defaults below it, node 0's share lower with adaptive "
+                        "partitioning)"
+                    )
     load_after = round(os.getloadavg()[0], 2)
     print(f"\nload average (1 min) before / after the runs: {load_before} / {load_after}")
     if args.plot:
@@ -200,9 +241,16 @@ def plot(report: Dict[str, Any], path: str) -> None:
     import matplotlib.pyplot as plt
 
     rates = sorted({r["throughput"] for r in report["rows"]})
-    fig, axes = plt.subplots(1, len(rates), figsize=(6 * len(rates), 3.8), squeeze=False)
+    clients = sorted({r.get("client", "cproducer") for r in report["rows"]})
+    order = [name for name, _ in SETTINGS]
+    width = 6 * len(clients)
+    fig, axes = plt.subplots(1, len(rates), figsize=(width * len(rates), 3.8), squeeze=False)
     for ax, rate in zip(axes[0], rates):
-        rows = [r for r in report["rows"] if r["throughput"] == rate]
+        # each setting's clients side by side
+        rows = sorted(
+            (r for r in report["rows"] if r["throughput"] == rate),
+            key=lambda r: (order.index(r["setting"]), r.get("client", "cproducer")),
+        )
         xs = range(len(rows))
         ax.bar([x - 0.2 for x in xs], [r["avg_ms"] for r in rows], 0.4, label="avg ms")
         ax.bar([x + 0.2 for x in xs], [r["p99_ms"] for r in rows], 0.4, label="p99 ms")
@@ -212,7 +260,13 @@ def plot(report: Dict[str, Any], path: str) -> None:
         ax.set_yscale("log")
         ax.set_ylim(top=max(r["p99_ms"] for r in rows) * 6)
         ax.set_xticks(list(xs))
-        ax.set_xticklabels([_short(r["setting"]) for r in rows], fontsize=7)
+        ax.set_xticklabels(
+            [
+                _short(r["setting"]) + (f"\n{r.get('client', '')}" if len(clients) > 1 else "")
+                for r in rows
+            ],
+            fontsize=7,
+        )
         ax.set_title(f"--throughput {rate} ({rate * 512 / 2**20:.0f} MB/s offered)", fontsize=9)
         ax.set_ylabel("latency ms (log)", fontsize=8)
         ax.legend(fontsize=7, loc="upper right")
