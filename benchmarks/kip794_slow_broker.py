@@ -243,9 +243,15 @@ def plot(report: Dict[str, Any], path: str) -> None:
     rates = sorted({r["throughput"] for r in report["rows"]})
     clients = sorted({r.get("client", "cproducer") for r in report["rows"]})
     order = [name for name, _ in SETTINGS]
-    width = 6 * len(clients)
-    fig, axes = plt.subplots(1, len(rates), figsize=(width * len(rates), 3.8), squeeze=False)
-    for ax, rate in zip(axes[0], rates):
+    # one clients' panels side by side; with more clients, one row per rate
+    side = len(clients) == 1
+    fig, axes = plt.subplots(
+        1 if side else len(rates),
+        len(rates) if side else 1,
+        figsize=(6 * len(rates), 3.8) if side else (6 * len(clients), 3.8 * len(rates)),
+        squeeze=False,
+    )
+    for ax, rate in zip(axes.flat, rates):
         # each setting's clients side by side
         rows = sorted(
             (r for r in report["rows"] if r["throughput"] == rate),
