@@ -243,7 +243,7 @@ def plot(report: Dict[str, Any], path: str) -> None:
     rates = sorted({r["throughput"] for r in report["rows"]})
     clients = sorted({r.get("client", "cproducer") for r in report["rows"]})
     order = [name for name, _ in SETTINGS]
-    # one clients' panels side by side; with more clients, one row per rate
+    # one client: its rates' panels side by side; more clients: one row per rate
     side = len(clients) == 1
     fig, axes = plt.subplots(
         1 if side else len(rates),
