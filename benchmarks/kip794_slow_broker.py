@@ -62,17 +62,19 @@ LINE = re.compile(
 FIELDS = ("mb_per_s", "avg_ms", "p99_ms", "p999_ms", "node0_share")
 
 
+def kafka3_libs() -> str:
+    """The directory of Java 3.9's perf tool and its jars."""
+    return os.environ.get("CPRODUCER_KAFKA3_LIBS") or os.path.join(
+        _REPO, ".cache", "kafka-3", "libs"
+    )
+
+
 def perf_command(client: str, bootstrap: str) -> List[str]:
     """The command line of one client's perf tool, up to its --topic."""
     if client == "cproducer":
         return [sys.executable, "-m", "cproducer.perf", "--bootstrap-server", bootstrap]
-    libs = os.environ.get("CPRODUCER_KAFKA3_LIBS") or os.path.join(
-        _REPO, ".cache", "kafka-3", "libs"
-    )
-    if not os.path.isfile(os.path.join(libs, "kafka-tools-3.9.1.jar")):
-        sys.exit(f"no kafka-tools 3.9 jar in {libs}: run `./dev.sh kafka3-libs` first")
     tool = "org.apache.kafka.tools.ProducerPerformance"
-    return ["java", "-Xmx512m", "-cp", os.path.join(libs, "*"), tool]
+    return ["java", "-Xmx512m", "-cp", os.path.join(kafka3_libs(), "*"), tool]
 
 
 def run_once(
@@ -163,6 +165,12 @@ def main(argv: List[str] | None = None) -> int:
     unknown = set(clients) - {"cproducer", "java"}
     if unknown:
         ap.error(f"--clients: unknown {', '.join(sorted(unknown))}; use cproducer, java")
+    # before any broker starts or any run is made
+    if "java" in clients and not os.path.isfile(
+        os.path.join(kafka3_libs(), "kafka-tools-3.9.1.jar")
+    ):
+        ap.error(f"--clients java: no kafka-tools 3.9.1 jar in {kafka3_libs()}; run "
+                 "`./dev.sh kafka3-libs` first")  # fmt: skip
     rows: List[Dict[str, Any]] = []
     failed = False
     load_before = round(os.getloadavg()[0], 2)

@@ -73,3 +73,15 @@ def test_an_unknown_client_is_refused_before_any_broker_starts(
         kip794.main(["--clients", "cproducer,rdkafka"])
     assert exc.value.code == 2
     assert "--clients: unknown rdkafka; use cproducer, java" in capsys.readouterr().err
+
+
+def test_java_without_its_jars_is_refused_before_any_broker_starts(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    monkeypatch.setenv("CPRODUCER_KAFKA3_LIBS", str(tmp_path))
+    with pytest.raises(SystemExit) as exc:
+        kip794.main(["--clients", "cproducer,java"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert f"--clients java: no kafka-tools 3.9.1 jar in {tmp_path}" in err
+    assert "./dev.sh kafka3-libs" in err
