@@ -1,5 +1,7 @@
 """Read back what was produced with real peers: librdkafka (confluent-kafka) and Java's
-KafkaConsumer (``tests/java/ReadBack.java``), both in assign() mode from offset 0."""
+KafkaConsumer (``tests/java/ReadBack.java``), both in assign() mode from offset 0; then judge it
+against what was sent with :func:`assert_delivered`: none lost, none twice, each partition in
+send order."""
 
 from __future__ import annotations
 
@@ -7,7 +9,18 @@ import base64
 import subprocess
 import time
 import uuid
-from typing import Any, Dict, List, NamedTuple, Optional, Tuple
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    Hashable,
+    Iterable,
+    List,
+    NamedTuple,
+    Optional,
+    Sequence,
+    Tuple,
+)
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException
 from confluent_kafka import TopicPartition as CKTopicPartition
@@ -113,6 +126,152 @@ def by_partition(records: List[ConsumedRecord]) -> Dict[int, List[ConsumedRecord
     for rs in out.values():
         rs.sort(key=lambda r: r.offset)
     return out
+
+
+def value_of(record: ConsumedRecord) -> Optional[bytes]:
+    """A record's identity by its value (the default of :func:`assert_delivered`)."""
+    return record.value
+
+
+def header_of(name: str) -> Callable[[ConsumedRecord], Optional[bytes]]:
+    """A record's identity by its header ``name``, which each record carries once."""
+
+    def get(record: ConsumedRecord) -> Optional[bytes]:
+        values = [v for k, v in record.headers if k == name]
+        assert len(values) == 1, f"header {name!r} not once in {record}"
+        return values[0]
+
+    return get
+
+
+class OutOfOrder(NamedTuple):
+    """Two neighbours of a partition (of one sending thread) whose offsets disagree with the
+    order they were sent in: ``after`` is at the higher offset, yet was not sent after
+    ``before``."""
+
+    partition: int
+    before: ConsumedRecord
+    after: ConsumedRecord
+
+
+def out_of_order(
+    records: Iterable[ConsumedRecord],
+    rank: Callable[[ConsumedRecord], Optional[int]],
+    stream: Optional[Callable[[ConsumedRecord], Hashable]] = None,
+) -> List[OutOfOrder]:
+    """The order check of every read-back verdict in the tests. ``rank``: a record's place in
+    its sender's order (None: not ranked, skipped). ``stream``: which sending thread a record
+    came from, when several shared the producer; the producer keeps each thread's order within
+    a partition, not an order between threads, so only records of one stream are compared.
+    Neighbours are compared, so one record sent late counts once, not once per record it
+    passed; a rank equal to the one before (the same record again) counts as out of order."""
+    out: List[OutOfOrder] = []
+    for partition, rs in sorted(by_partition(list(records)).items()):
+        last: Dict[Hashable, Tuple[int, ConsumedRecord]] = {}
+        for r in rs:
+            k = rank(r)
+            if k is None:
+                continue
+            s = None if stream is None else stream(r)
+            prev = last.get(s)
+            if prev is not None and k <= prev[0]:
+                out.append(OutOfOrder(partition, prev[1], r))
+            last[s] = (k, r)
+    return out
+
+
+def _show(identity: Hashable) -> str:
+    if isinstance(identity, bytes) and len(identity) <= 40:
+        try:
+            text = identity.decode("ascii")
+        except UnicodeDecodeError:
+            return repr(identity)
+        return text if text.isprintable() and text.strip() == text and text else repr(identity)
+    text = repr(identity)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _some(items: List[str], limit: int = 8) -> str:
+    more = f" (and {len(items) - limit} more)" if len(items) > limit else ""
+    return ", ".join(items[:limit]) + more
+
+
+def assert_delivered(
+    records: Sequence[ConsumedRecord],
+    sent: Sequence[Hashable],
+    *,
+    identity: Callable[[ConsumedRecord], Hashable] = value_of,
+    partitions: Optional[Sequence[Optional[int]]] = None,
+    thread_of: Optional[Callable[[Hashable], Hashable]] = None,
+    may_be_missing: Iterable[Hashable] = (),
+    context: str = "",
+) -> None:
+    """A producer's contract, checked on the topic read back: none lost, none twice, and within
+    each partition the offsets follow the send order.
+
+    ``sent``: each record's identity (``identity(record)`` of the record read back: its value by
+    default, :func:`header_of` for a header), in the order the test sent them; every record read
+    back must be one of them. ``partitions``: beside ``sent``, the partition each record was
+    sent to or acknowledged at (None: unknown). ``thread_of``: when several threads sent, the
+    thread of an identity; ``sent`` then holds each thread's records in that thread's order,
+    and only records of one thread are held to an order. ``may_be_missing``: records whose send
+    failed: absent or present once (Java says a failed record may still have been written), in
+    order if present. ``context``: said first in the failure (which reader, which round)."""
+    rank: Dict[Hashable, int] = {}
+    for i, s in enumerate(sent):
+        if s in rank:
+            raise ValueError(f"sent names record {_show(s)} twice: identities must be unique")
+        rank[s] = i
+    optional = set(may_be_missing)
+    where: Dict[Hashable, List[ConsumedRecord]] = {}
+    for r in records:
+        where.setdefault(identity(r), []).append(r)
+    problems: List[str] = []
+    lost = [_show(s) for s in sent if s not in where and s not in optional]
+    if lost:
+        problems.append(f"{len(lost)} lost: {_some(lost)}")
+    twice = [
+        f"{_show(s)} at " + " and ".join(f"{r.partition}:{r.offset}" for r in rs)
+        for s, rs in where.items()
+        if len(rs) > 1
+    ]
+    if twice:
+        problems.append(f"{len(twice)} written more than once (partition:offset): {_some(twice)}")
+    unknown = [
+        f"{_show(s)} at {rs[0].partition}:{rs[0].offset}"
+        for s, rs in where.items()
+        if s not in rank
+    ]
+    if unknown:
+        problems.append(f"{len(unknown)} never sent: {_some(unknown)}")
+    if partitions is not None:
+        if len(partitions) != len(sent):
+            raise ValueError(f"{len(partitions)} partitions for {len(sent)} records sent")
+        misplaced = [
+            f"{_show(s)} in partition {r.partition}, sent to {partitions[rank[s]]}"
+            for s, rs in where.items()
+            if s in rank and partitions[rank[s]] is not None
+            for r in rs
+            if r.partition != partitions[rank[s]]
+        ]
+        if misplaced:
+            problems.append(f"{len(misplaced)} in another partition: {_some(misplaced)}")
+    stream: Optional[Callable[[ConsumedRecord], Hashable]] = None
+    if thread_of is not None:
+        of = thread_of
+        stream = lambda r: of(identity(r))  # noqa: E731
+    order = [
+        f"partition {o.partition}: record {_show(identity(o.after))} at offset {o.after.offset} "
+        f"after record {_show(identity(o.before))} at offset {o.before.offset}"
+        for o in out_of_order(records, lambda r: rank.get(identity(r)), stream)
+    ]
+    if order:
+        problems.append(f"{len(order)} out of send order: {_some(order, 5)}")
+    if problems:
+        head = f"{context}: " if context else ""
+        raise AssertionError(
+            f"{head}{len(sent)} records sent, {len(records)} read back; " + "; ".join(problems)
+        )
 
 
 _TIMESTAMP_TYPES = {"CreateTime": 1, "LogAppendTime": 2}

@@ -50,7 +50,7 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, NamedTuple, Opt
 from cproducer.errors import KafkaError
 from cproducer.localbroker import request
 from cproducer.protocol import KEY_TYPE_TRANSACTION, FindCoordinatorRequest
-from tests.integration.readback import ConsumedRecord, by_partition, read_back, read_back_java
+from tests.integration.readback import ConsumedRecord, out_of_order, read_back, read_back_java
 from tests.tools.apache_kafka import ApacheKafkaCluster, compiled, java
 from tests.tools.cluster_faults import FAULTS, Fault, FaultRun, client_config, topic_name
 from tests.tools.seq_load import Ack, LoadResult, paced, seq_of
@@ -202,10 +202,7 @@ class TxnLoadResult(LoadResult):
                 )
             elif t.seqs and seen == len(t.seqs):
                 unended_visible += 1
-        reordered = 0
-        for rs in by_partition(records).values():
-            order = [seq_of(r) for r in rs]
-            reordered += sum(1 for a, b in zip(order, order[1:]) if b <= a)
+        reordered = len(out_of_order(records, seq_of))
         outcomes = Counter(t.outcome for t in self.txns.values())
         return TxnVerdict(
             transactions=len(self.txns),

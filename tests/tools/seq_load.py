@@ -34,7 +34,7 @@ from typing import (
     Tuple,
 )
 
-from tests.integration.readback import ConsumedRecord, by_partition
+from tests.integration.readback import ConsumedRecord, out_of_order
 from tests.tools.apache_kafka import compiled, java
 
 
@@ -129,10 +129,7 @@ class LoadResult:
         at = {seq_of(r): (r.partition, r.offset) for r in records}
         ok = {s: a[0] for s, a in self.acks.items() if a[0].error is None}
         failed = {s for s, a in self.acks.items() if a[0].error is not None}
-        reordered = 0
-        for rs in by_partition(records).values():
-            order = [seq_of(r) for r in rs]
-            reordered += sum(1 for a, b in zip(order, order[1:]) if b <= a)
+        reordered = len(out_of_order(records, seq_of))
         # (offset -1: a batch answered DUPLICATE_SEQUENCE_NUMBER, its offset not known)
         wrong = sum(
             1
