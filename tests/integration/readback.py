@@ -180,6 +180,14 @@ def out_of_order(
     return out
 
 
+def describe(o: OutOfOrder, identity: Callable[[ConsumedRecord], Hashable]) -> str:
+    """``partition 3: record 17 at offset 2 after record 40 at offset 1``."""
+    return (
+        f"partition {o.partition}: record {_show(identity(o.after))} at offset {o.after.offset} "
+        f"after record {_show(identity(o.before))} at offset {o.before.offset}"
+    )
+
+
 def _show(identity: Hashable) -> str:
     if isinstance(identity, bytes) and len(identity) <= 40:
         try:
@@ -261,8 +269,7 @@ def assert_delivered(
         of = thread_of
         stream = lambda r: of(identity(r))  # noqa: E731
     order = [
-        f"partition {o.partition}: record {_show(identity(o.after))} at offset {o.after.offset} "
-        f"after record {_show(identity(o.before))} at offset {o.before.offset}"
+        describe(o, identity)
         for o in out_of_order(records, lambda r: rank.get(identity(r)), stream)
     ]
     if order:

@@ -45,12 +45,18 @@ import threading
 import time
 import uuid
 from collections import Counter
-from typing import Any, Callable, Dict, Iterator, List, Mapping, NamedTuple, Optional
+from typing import Any, Callable, Dict, Iterator, List, Mapping, NamedTuple, Optional, Tuple
 
 from cproducer.errors import KafkaError
 from cproducer.localbroker import request
 from cproducer.protocol import KEY_TYPE_TRANSACTION, FindCoordinatorRequest
-from tests.integration.readback import ConsumedRecord, out_of_order, read_back, read_back_java
+from tests.integration.readback import (
+    ConsumedRecord,
+    describe,
+    out_of_order,
+    read_back,
+    read_back_java,
+)
 from tests.tools.apache_kafka import ApacheKafkaCluster, compiled, java
 from tests.tools.cluster_faults import FAULTS, Fault, FaultRun, client_config, topic_name
 from tests.tools.seq_load import Ack, LoadResult, paced, seq_of
@@ -121,6 +127,7 @@ class TxnVerdict(NamedTuple):
     aborted_visible: int  # records of aborted transactions read
     half_visible: int  # transactions partly read (some of their records, not all)
     unended_visible: int  # transactions without an outcome read whole (the commit went through)
+    reordered_at: Tuple[str, ...] = ()  # the first few records out of order, spelled out
 
     @property
     def clean(self) -> bool:
@@ -202,7 +209,7 @@ class TxnLoadResult(LoadResult):
                 )
             elif t.seqs and seen == len(t.seqs):
                 unended_visible += 1
-        reordered = len(out_of_order(records, seq_of))
+        order = out_of_order(records, seq_of)
         outcomes = Counter(t.outcome for t in self.txns.values())
         return TxnVerdict(
             transactions=len(self.txns),
@@ -216,11 +223,12 @@ class TxnLoadResult(LoadResult):
             visible=len(seqs),
             lost=lost,
             duplicated=sum(1 for n in seqs.values() if n > 1),
-            reordered=reordered,
+            reordered=len(order),
             aborted_written=aborted_written,
             aborted_visible=aborted_visible,
             half_visible=half,
             unended_visible=unended_visible,
+            reordered_at=tuple(describe(o, seq_of) for o in order[:3]),
         )
 
 

@@ -34,7 +34,7 @@ from typing import (
     Tuple,
 )
 
-from tests.integration.readback import ConsumedRecord, out_of_order
+from tests.integration.readback import ConsumedRecord, describe, out_of_order
 from tests.tools.apache_kafka import compiled, java
 
 
@@ -57,6 +57,8 @@ class Verdict(NamedTuple):
     reordered: int  # neighbours in a partition out of sending order
     failed_but_written: int  # failed, yet in the topic (allowed: Java says so of timeouts)
     wrong_offsets: int  # acknowledged at another offset or partition than found at
+    # the first few records lost, duplicated or out of order, spelled out for a failure message
+    details: Tuple[str, ...] = ()
 
     @property
     def clean(self) -> bool:
@@ -129,7 +131,14 @@ class LoadResult:
         at = {seq_of(r): (r.partition, r.offset) for r in records}
         ok = {s: a[0] for s, a in self.acks.items() if a[0].error is None}
         failed = {s for s, a in self.acks.items() if a[0].error is not None}
-        reordered = len(out_of_order(records, seq_of))
+        order = out_of_order(records, seq_of)
+        lost = sorted(s for s in ok if s not in in_topic)
+        twice = sorted(s for s, n in in_topic.items() if n > 1)
+        details = tuple(
+            [f"lost: record {s}" for s in lost[:3]]
+            + [f"in the topic {in_topic[s]} times: record {s}" for s in twice[:3]]
+            + [describe(o, seq_of) for o in order[:3]]
+        )
         # (offset -1: a batch answered DUPLICATE_SEQUENCE_NUMBER, its offset not known)
         wrong = sum(
             1
@@ -141,12 +150,13 @@ class LoadResult:
             acked=len(ok),
             failed=len(failed),
             unfinished=len(set(self.sent_at) - set(self.acks)),
-            lost=sum(1 for s in ok if s not in in_topic),
+            lost=len(lost),
             duplicated=sum(1 for n in in_topic.values() if n > 1)
             + sum(1 for a in self.acks.values() if len(a) > 1),
-            reordered=reordered,
+            reordered=len(order),
             failed_but_written=sum(1 for s in failed if s in in_topic),
             wrong_offsets=wrong,
+            details=details,
         )
 
 
