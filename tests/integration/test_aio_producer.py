@@ -24,7 +24,13 @@ from aiokafka.abc import AbstractTokenProvider
 
 from cproducer.localbroker import LocalBroker, free_port
 from cproducer.utils.murmur2 import partition_for_key
-from tests.integration.readback import ConsumedRecord, by_partition, committed, read_back
+from tests.integration.readback import (
+    ConsumedRecord,
+    assert_delivered,
+    by_partition,
+    committed,
+    read_back,
+)
 from tests.integration.test_sasl import PASSWORD, librdkafka_settings, sasl_cluster, unsecured_jwt
 from tests.tools.virtual_cluster import VirtualCluster
 
@@ -146,7 +152,7 @@ def test_keys_go_to_their_murmur2_partition_and_no_key_to_a_random_one(
 
     async def scenario() -> List[Any]:
         async with peer.AIOKafkaProducer(bootstrap_servers=broker.bootstrap_servers) as producer:
-            keyed = [await producer.send(topic, b"k", key=k) for k in keys]
+            keyed = [await producer.send(topic, b"k%d" % i, key=k) for i, k in enumerate(keys)]
             unkeyed = [await producer.send(topic, b"u%d" % i) for i in range(600)]
             return [await f for f in keyed] + [await f for f in unkeyed]
 
@@ -157,7 +163,8 @@ def test_keys_go_to_their_murmur2_partition_and_no_key_to_a_random_one(
     switches = sum(1 for a, b in zip(unkeyed, unkeyed[1:]) if a != b)
     assert switches > 250  # about 400 for a random choice per record; a sticky one: a few
     records = read_back(broker.bootstrap_servers, topic, 3, 900)
-    assert len(records) == 900
+    sent = [b"k%d" % i for i in range(300)] + [b"u%d" % i for i in range(600)]
+    assert_delivered(records, sent, partitions=[m.partition for m in metas])
     by_value_key = {(r.partition, r.offset): r for r in records}
     assert all(by_value_key[(m.partition, m.offset)].key == k for m, k in zip(metas, keys))
 
@@ -235,7 +242,8 @@ def test_flush_resolves_every_future_and_stop_sends_the_rest(
         assert all(f.done() and f.exception() is None for f in late)
 
     run(scenario())
-    assert len(read_back(broker.bootstrap_servers, topic, 2, 2010)) == 2010
+    records = read_back(broker.bootstrap_servers, topic, 2, 2010)
+    assert_delivered(records, [b"%d" % i for i in range(2000)] + [b"late%d" % i for i in range(10)])
 
 
 def test_a_cancelled_future_does_not_stop_its_record(
@@ -270,7 +278,9 @@ def test_acks_0_resolves_to_none(
     assert run(scenario()) == [None, None, None]  # there is no offset to report
     # acks=0: nothing says a record arrived (aiokafka may close the connection before the
     # broker read the last one), but the records are sent
-    assert read_back(broker.bootstrap_servers, topic, 1, 3)[0].value == b"0"
+    records = read_back(broker.bootstrap_servers, topic, 1, 3)
+    assert records[0].value == b"0"
+    assert_delivered(records, [b"0", b"1", b"2"], may_be_missing=[b"1", b"2"])
 
 
 def test_partitions_for(
@@ -327,6 +337,11 @@ def test_batch_produce_example(
     # a batch holds up to 16 KiB: 687 of these records, the rest go in the second
     assert [n for _p, n, _md in results] == [687, num - 687]
     records = read_back(broker.bootstrap_servers, topic, 3, num)
+    assert_delivered(
+        records,
+        [b"Test message %d" % i for i in range(num)],
+        partitions=[p for p, n, _md in results for _ in range(n)],
+    )
     at = {(r.partition, r.offset): r.value for r in records}
     first = 0
     for partition, count, md in results:
@@ -439,6 +454,8 @@ def test_idempotent_produce_example(
         metas = run(scenario(bootstrap))
     records = read_back(broker.bootstrap_servers, topic, 2, 501)
     assert len(records) == 501  # each once
+    sent = [b"Super message"] + [b"%d" % i for i in range(500)]
+    assert_delivered(records, sent, partitions=[m.partition for m in metas])
     at = {(r.partition, r.offset): r.value for r in records}
     assert [at[(m.partition, m.offset)] for m in metas[1:]] == [b"%d" % i for i in range(500)]
 
@@ -477,6 +494,9 @@ def test_transaction_example(
     with _transactional_front(broker) as bootstrap:
         metas = run(scenario(bootstrap))
     records = read_back(broker.bootstrap_servers, topic, 2, 53)
+    sent = [b"Super transactional message", *(b"m%d" % i for i in range(50)), b"aborted", b"after"]
+    partitions = [m.partition for m in metas[:-1]] + [0, metas[-1].partition]
+    assert_delivered(records, sent, partitions=partitions, may_be_missing=[b"aborted"])
     values = {r.value for r in records}
     assert {b"Super transactional message", b"after"} <= values
     assert {b"m%d" % i for i in range(50)} <= values
@@ -597,6 +617,8 @@ def test_sasl(peer: types.SimpleNamespace, mechanism: str) -> None:
         records = read_back(
             front.bootstrap_servers, topic, 2, 100, config=librdkafka_settings(front)
         )
+    sent = [b"v%d" % i for i in range(100)]
+    assert_delivered(records, sent, partitions=[m.partition for m in metas])
     at = {(r.partition, r.offset): r.value for r in records}
     assert [at[(m.partition, m.offset)] for m in metas] == [b"v%d" % i for i in range(100)]
 
@@ -746,7 +768,8 @@ def test_completions_reach_the_loop_a_batch_at_a_time(
     # they ran), then at most one wake-up per batch completed after them
     assert len(loop_drains) == 1, len(loop_drains)
     assert len(drains) <= sent["batches"], (len(drains), sent)
-    assert len(read_back(broker.bootstrap_servers, topic, 3, n)) == n
+    records = read_back(broker.bootstrap_servers, topic, 3, n)
+    assert_delivered(records, [b"%05d" % i for i in range(n)])
 
 
 def test_new_batches_do_not_wake_the_io_thread_while_its_one_request_is_in_flight(
@@ -762,7 +785,10 @@ def test_new_batches_do_not_wake_the_io_thread_while_its_one_request_is_in_fligh
     topic = f"aio-mute-{time.time_ns()}"
     broker.create_topic(topic, 6)
     n = 1200
-    value = b"v" * 1000  # 16 to a 16 KiB batch: about 75 batches
+
+    # 16 to a 16 KiB batch: about 75 batches; each names its round and place in it
+    def value(mute: bool, i: int) -> bytes:
+        return (b"%d:%d:" % (mute, i)).ljust(1000, b"v")
 
     async def scenario(bootstrap: str, mute: bool) -> int:
         async with AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=0) as producer:
@@ -783,7 +809,7 @@ def test_new_batches_do_not_wake_the_io_thread_while_its_one_request_is_in_fligh
             client._drain_wakeup = counting
             futures = []
             for i in range(n):
-                futures.append(await producer.send(topic, value, key=b"%d" % i))
+                futures.append(await producer.send(topic, value(mute, i), key=b"%d" % i))
                 if i % 40 == 39:
                     await asyncio.sleep(0.01)  # the loop waits: the I/O thread is in select
             await asyncio.gather(*futures)
@@ -796,10 +822,8 @@ def test_new_batches_do_not_wake_the_io_thread_while_its_one_request_is_in_fligh
     assert unmuted >= 20, unmuted  # about one per pause (30)
     assert muted <= 3, (muted, unmuted)
     records = read_back(broker.bootstrap_servers, topic, 6, 2 * n)
-    for part in by_partition(records).values():
-        keys = [int(r.key) for r in part]
-        half = len(keys) // 2
-        assert keys[:half] == sorted(keys[:half]) and keys[half:] == sorted(keys[half:])
+    # the rounds ran one after the other: the muted round's records follow the unmuted one's
+    assert_delivered(records, [value(mute, i) for mute in (False, True) for i in range(n)])
     assert sorted(int(r.key) for r in records) == sorted(list(range(n)) * 2)
 
 
