@@ -32,7 +32,7 @@ from confluent_kafka import Consumer, KafkaException
 from confluent_kafka import TopicPartition as CKTopicPartition
 
 from cproducer import KafkaProducer, TopicPartition, errors
-from tests.integration.readback import read_back, read_back_java
+from tests.integration.readback import ConsumedRecord, assert_delivered, read_back, read_back_java
 from tests.tools.apache_kafka import ApacheKafka
 
 pytestmark = pytest.mark.kafka
@@ -58,11 +58,16 @@ def producer(broker: ApacheKafka, **kw: Any) -> KafkaProducer:
     )
 
 
+def read(
+    broker: ApacheKafka, topic: str, partitions: int, expected: int, config: Any
+) -> List[ConsumedRecord]:
+    return read_back(broker.bootstrap_servers, topic, partitions, expected, config=config)
+
+
 def values(
     broker: ApacheKafka, topic: str, partitions: int, expected: int, config: Any
 ) -> List[bytes]:
-    records = read_back(broker.bootstrap_servers, topic, partitions, expected, config=config)
-    return sorted(r.value or b"" for r in records)
+    return sorted(r.value or b"" for r in read(broker, topic, partitions, expected, config))
 
 
 SEAL = b"seal"
@@ -102,11 +107,16 @@ def test_read_committed_readers_see_committed_records_once_and_aborted_ones_neve
                 p.abort_transaction(30)
     finally:
         p.close(30)
-    assert values(broker, topic, 2, 200, READ_COMMITTED) == sorted(committed)
+    # an aborted record read would be one never sent
+    to = [i % 2 for i in range(100)]
+    records = read(broker, topic, 2, 200, READ_COMMITTED)
+    assert_delivered(records, committed, partitions=to * 2, context="read_committed")
     java = read_back_java(broker.bootstrap_servers, topic, 2, 200, config=READ_COMMITTED)
-    assert sorted(r.value or b"" for r in java) == sorted(committed)
+    assert_delivered(java, committed, partitions=to * 2, context="Java, read_committed")
     # read_uncommitted sees every record written, the aborted ones at their offsets
-    assert values(broker, topic, 2, 300, READ_UNCOMMITTED) == sorted(committed + aborted)
+    records = read(broker, topic, 2, 300, READ_UNCOMMITTED)
+    written = committed[:100] + aborted + committed[100:]
+    assert_delivered(records, written, partitions=to * 3, context="read_uncommitted")
 
 
 @pytest.mark.parametrize("api_version", [None, (2, 5)], ids=["latest", "2.5"])
@@ -151,14 +161,15 @@ def test_a_zombie_fenced_by_a_producer_with_the_same_id_never_gets_its_records_r
     finally:
         first.close(30)
         second.close(30)
-    expected = sorted(b"second-%d" % i for i in range(10))
-    assert values(broker, topic, 1, 10, READ_COMMITTED) == expected
+    expected = [b"second-%d" % i for i in range(10)]
+    assert_delivered(read(broker, topic, 1, 10, READ_COMMITTED), expected, context="read_committed")
     java = read_back_java(broker.bootstrap_servers, topic, 1, 10, config=READ_COMMITTED)
-    assert sorted(r.value or b"" for r in java) == expected
-    # the first producer's records are in the log (the coordinator aborted them), the zombie's
-    # record never got there
-    everything = values(broker, topic, 1, 20, READ_UNCOMMITTED)
-    assert everything == sorted(expected + [b"first-%d" % i for i in range(10)])
+    assert_delivered(java, expected, context="Java, read_committed")
+    # the first producer's records are in the log (the coordinator aborted them) before the
+    # second's, the zombie's record never got there
+    everything = read(broker, topic, 1, 20, READ_UNCOMMITTED)
+    first_records = [b"first-%d" % i for i in range(10)]
+    assert_delivered(everything, first_records + expected, context="read_uncommitted")
 
 
 def _wait_for_no_open_transaction(broker: ApacheKafka, topic: str, partition: int) -> None:
@@ -291,8 +302,9 @@ def test_an_abortable_error_bumps_the_epoch_and_the_next_transaction_commits(
     # offsets: before 0-4, commit marker 5, "ok" 6, abort marker 7, after 8-12
     assert [f.get(0).offset for f in before] == list(range(5))
     assert [f.get(0).offset for f in after] == list(range(8, 13))
-    expected = sorted([b"before-%d" % i for i in range(5)] + [b"after-%d" % i for i in range(5)])
-    assert values(broker, topic, 1, 10, READ_COMMITTED) == expected
+    # the aborted "ok" read would be a record never sent
+    expected = [b"before-%d" % i for i in range(5)] + [b"after-%d" % i for i in range(5)]
+    assert_delivered(read(broker, topic, 1, 10, READ_COMMITTED), expected)
 
 
 def _committed(
@@ -389,5 +401,6 @@ def test_offsets_sent_to_a_transaction_are_the_groups_once_it_commits_and_never_
     finally:
         p.close(30)
         consumer.close()
+    # the aborted transaction's copies of out-in-10..19 are hidden: each is read once, in order
     out = [b"out-in-%d" % i for i in range(20)]
-    assert values(broker, sink, 1, 20, READ_COMMITTED) == sorted(out)
+    assert_delivered(read(broker, sink, 1, 20, READ_COMMITTED), out)

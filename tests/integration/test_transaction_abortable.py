@@ -20,7 +20,7 @@ from confluent_kafka import Producer as ConfluentProducer
 from cproducer import KafkaProducer, errors
 from cproducer.localbroker import LocalBroker
 from tests.integration.conftest import is_tansu
-from tests.integration.readback import read_back
+from tests.integration.readback import assert_delivered, read_back
 from tests.tools.virtual_cluster import END_TXN, VirtualCluster
 
 TRANSACTION_ABORTABLE = 120
@@ -106,10 +106,15 @@ def _one_doomed_transaction(
         broker.bootstrap_servers, topic, 1, len(committed + aborted), config=READ_UNCOMMITTED
     )
     assert sorted(r.value or b"" for r in everything) == sorted(committed + aborted)
+    # one partition, in send order: before, doomed (when written), after
+    doomed = [b"doomed-%d" % i for i in range(10)]
+    sent = committed[:10] + doomed + committed[10:]
+    assert_delivered(everything, sent, may_be_missing=doomed, context="read_uncommitted")
     # read_committed: the aborted records hidden (Tansu-only: shown)
     visible = committed + aborted if is_tansu(broker) else committed
-    values = [r.value or b"" for r in read_back(broker.bootstrap_servers, topic, 1, len(visible))]
-    assert sorted(values) == sorted(visible)
+    records = read_back(broker.bootstrap_servers, topic, 1, len(visible))
+    assert sorted(r.value or b"" for r in records) == sorted(visible)
+    assert_delivered(records, sent, may_be_missing=doomed, context="read_committed")
 
 
 @pytest.mark.parametrize("kind", ["cproducer", "librdkafka"])
