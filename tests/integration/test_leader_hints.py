@@ -15,7 +15,7 @@ from confluent_kafka import Producer as ConfluentProducer
 
 from cproducer import KafkaProducer
 from cproducer.localbroker import LocalBroker
-from tests.integration.readback import read_back
+from tests.integration.readback import assert_delivered, read_back
 from tests.tools.virtual_cluster import VirtualCluster
 
 MOVED = 1  # partition 1 moves from node 1 to node 2
@@ -106,8 +106,14 @@ def test_the_new_leader_from_the_produce_answer(
         assert failed == []
     else:  # no hint and stale metadata: the moved partition's records after the move time out
         assert failed and {i % 3 for i in failed} == {MOVED} and min(failed) >= PER_PHASE
-    landed: List[bytes] = sorted(
-        r.value or b"" for r in read_back(broker.bootstrap_servers, topic, 3, 600 - len(failed))
-    )
+    records = read_back(broker.bootstrap_servers, topic, 3, 600 - len(failed))
+    landed: List[bytes] = sorted(r.value or b"" for r in records)
     expected = sorted(b"%d" % i for i, ok in client.outcomes.items() if ok)
     assert landed == expected
+    # the moved partition's records, retried at the new leader, kept their order
+    assert_delivered(
+        records,
+        [b"%d" % i for i in range(2 * PER_PHASE)],
+        partitions=[i % 3 for i in range(2 * PER_PHASE)],
+        may_be_missing=[b"%d" % i for i in failed],
+    )

@@ -17,7 +17,7 @@ from confluent_kafka import Producer as ConfluentProducer
 
 from cproducer import KafkaProducer, errors
 from cproducer.localbroker import LocalBroker
-from tests.integration.readback import read_back
+from tests.integration.readback import assert_delivered, read_back
 from tests.tools.tcp_relay import TcpRelay
 from tests.tools.virtual_cluster import VirtualCluster
 
@@ -155,7 +155,18 @@ def _check(client: Client, broker: LocalBroker, topics: Tuple[str, str], strateg
     landed = []
     for topic in dict.fromkeys(topics):
         acked = [i for i, ok in client.outcomes.items() if ok and topics[i >= N] == topic]
-        landed += read_back(broker.bootstrap_servers, topic, 3, len(acked))
+        records = read_back(broker.bootstrap_servers, topic, 3, len(acked))
+        # a topic's records, in send order within each partition; the failed ones must be
+        # absent (below), so they are only allowed to be missing here
+        mine = sorted(i for i in client.outcomes if topics[i >= N] == topic)
+        assert_delivered(
+            records,
+            [b"%d" % i for i in mine],
+            partitions=[i % 3 for i in mine],
+            may_be_missing=[b"%d" % i for i in mine if not client.outcomes[i]],
+            context=topic,
+        )
+        landed += records
     expected = sorted(b"%d" % i for i, ok in client.outcomes.items() if ok)
     assert sorted(r.value or b"" for r in landed) == expected
 
