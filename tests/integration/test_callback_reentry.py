@@ -10,7 +10,7 @@ from typing import Any, Callable, List, Optional
 
 from cproducer import KafkaProducer, errors
 from cproducer.localbroker import LocalBroker
-from tests.integration.readback import read_back
+from tests.integration.readback import assert_delivered, read_back
 
 
 def test_flush_in_a_callback_raises_instead_of_deadlocking(
@@ -36,7 +36,7 @@ def test_flush_in_a_callback_raises_instead_of_deadlocking(
         assert later.get(0).offset == 1
     assert len(raised) == 1 and isinstance(raised[0], errors.IllegalStateError)
     assert "flush() was called from a completion callback" in str(raised[0])
-    assert len(read_back(broker.bootstrap_servers, topic, 1, 2)) == 2
+    assert_delivered(read_back(broker.bootstrap_servers, topic, 1, 2), [b"first", b"second"])
 
 
 def test_close_in_a_callback_closes_without_waiting_for_itself(

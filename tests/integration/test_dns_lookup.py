@@ -14,7 +14,7 @@ from cproducer import KafkaProducer
 from cproducer.localbroker import LocalBroker
 from cproducer.network.host_resolver import canonical_host_name, default_host_resolver
 from cproducer.network.network_client import default_socket_factory
-from tests.integration.readback import read_back
+from tests.integration.readback import assert_delivered, read_back
 
 
 class Recorder:
@@ -43,6 +43,10 @@ def ipv6_broker() -> Iterator[LocalBroker]:
         yield b
 
 
+def _sent(n: int) -> List[bytes]:
+    return [b"%d" % i for i in range(n)]
+
+
 def _produce(bootstrap: str, topic: str, n: int, **hooks: Any) -> None:
     with KafkaProducer(bootstrap_servers=bootstrap, linger_ms=2, **hooks) as p:
         futures = [p.send(topic, b"%d" % i, partition=i % 2) for i in range(n)]
@@ -68,8 +72,7 @@ def test_a_dead_address_before_the_live_one(
     )
     bootstrap_attempts = [a for a in rec.attempts if a[0] == "kafka.test"]
     assert bootstrap_attempts[:2] == [("kafka.test", dead), ("kafka.test", broker.host)]
-    values = sorted(r.value for r in read_back(broker.bootstrap_servers, topic, 2, 100))
-    assert values == sorted(b"%d" % i for i in range(100))
+    assert_delivered(read_back(broker.bootstrap_servers, topic, 2, 100), _sent(100))
 
 
 def test_a_name_that_first_resolves_to_nothing_is_resolved_again(
@@ -84,7 +87,7 @@ def test_a_name_that_first_resolves_to_nothing_is_resolved_again(
         return default_host_resolver(host)
 
     _produce(f"late.test:{broker.port}", topic, 10, host_resolver=resolve)
-    assert len(read_back(broker.bootstrap_servers, topic, 2, 10)) == 10
+    assert_delivered(read_back(broker.bootstrap_servers, topic, 2, 10), _sent(10))
 
 
 def test_an_ipv6_bootstrap_address(ipv6_broker: LocalBroker) -> None:
@@ -92,8 +95,7 @@ def test_an_ipv6_bootstrap_address(ipv6_broker: LocalBroker) -> None:
     ipv6_broker.create_topic("v6-topic", 2)
     assert ipv6_broker.bootstrap_servers.startswith("[::1]:")
     _produce(ipv6_broker.bootstrap_servers, "v6-topic", 100)
-    values = sorted(r.value for r in read_back(ipv6_broker.bootstrap_servers, "v6-topic", 2, 100))
-    assert values == sorted(b"%d" % i for i in range(100))
+    assert_delivered(read_back(ipv6_broker.bootstrap_servers, "v6-topic", 2, 100), _sent(100))
 
 
 @pytest.mark.parametrize("lookup", ["use_all_dns_ips", "resolve_canonical_bootstrap_servers_only"])
@@ -116,4 +118,4 @@ def test_canonical_bootstrap_names(
     )
     first_host = rec.attempts[0][0]
     assert first_host == (canonical if lookup.startswith("resolve_canonical") else "alias.test")
-    assert len(read_back(broker.bootstrap_servers, topic, 2, 10)) == 10
+    assert_delivered(read_back(broker.bootstrap_servers, topic, 2, 10), _sent(10))

@@ -43,7 +43,7 @@ from cproducer.protocol import (
 )
 from cproducer.protocol.api_versions import _decode as decode_api_versions
 from tests.integration.conftest import Broker, is_tansu
-from tests.integration.readback import by_partition, read_back
+from tests.integration.readback import assert_delivered, by_partition, read_back
 from tests.tools.apache_kafka import ApacheKafka
 
 TANSU_NODE_ID = 111  # a Tansu process reports itself as node 111, leader of every partition
@@ -524,8 +524,9 @@ def test_a_producer_capped_to_an_older_produce_version_keeps_sending(
         futures = [p.send(topic, b"v%d" % i, key=b"%d" % i) for i in range(3000)]
         p.flush(30)
         offsets = [f.get(0).offset for f in futures]
+        partitions = [f.get(0).partition for f in futures]
     finally:
         p.close(5)
     assert len(offsets) == 3000
     got = read_back(broker.bootstrap_servers, topic, 3, 3000)
-    assert sorted(r.value for r in got) == sorted(b"v%d" % i for i in range(3000))
+    assert_delivered(got, [b"v%d" % i for i in range(3000)], partitions=partitions)
