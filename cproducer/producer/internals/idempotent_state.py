@@ -162,15 +162,27 @@ class IdempotentState:
     def should_stop_drain(self, tp: TopicPartition, base_sequence: int) -> bool:
         """Java's ``shouldStopDrainBatchesForPartition``: True when the first batch queued for
         ``tp`` (``base_sequence`` -1 while it has none) may not be drained now. The partition
-        is not (yet) in the transaction, there is no usable producer id, or that batch is a
-        retried one and an earlier sequence of the partition is still in flight."""
+        is not (yet) in the transaction, there is no usable producer id, that batch is a
+        retried one and an earlier sequence of the partition is still in flight, or it is a
+        new batch and the partition's first batch under this producer id is not acknowledged
+        yet."""
         with self._lock:
             if not self._send_allowed(tp):
                 return True
+            entry = self._partitions.get(tp)
             if base_sequence == NO_SEQUENCE:
                 # Java: no new batch while the partition's earlier sequences are unresolved
-                return tp in self._unresolved
-            entry = self._partitions.get(tp)
+                if tp in self._unresolved:
+                    return True
+                # Not Java's rule, librdkafka's outcome: a partition that holds no state for
+                # this producer id writes whatever sequence comes first. Were a second batch
+                # sent while the first one is unanswered, a leader that refuses the first
+                # (NOT_LEADER_OR_FOLLOWER, as Apache Kafka answers for a moment after a topic
+                # is created) and writes the second would put it ahead: the first could then
+                # only land after it. So a partition has one batch in flight until the broker
+                # acknowledged one under the current id; from then on the broker checks that
+                # each sequence follows the last, and requests pipeline again.
+                return entry is not None and entry.last_acked_sequence < 0 and bool(entry.in_flight)
             if entry is None:
                 return False
             in_flight = entry.in_flight
@@ -315,24 +327,15 @@ class IdempotentState:
             if isinstance(error, errors.OutOfOrderSequenceNumberError):
                 is_next = entry is not None and batch.base_sequence == entry.last_acked_sequence + 1
                 if entry is not None and self._passed_by_later_batch(entry, batch):
-                    # The broker wrote later sequences of this id before this batch: a broker
-                    # with no state for the id takes any first sequence, e.g. a new leader that
-                    # answered this batch NOT_LEADER_OR_FOLLOWER and took the next request a
-                    # moment later. Waiting cannot close that gap. Every attempt was answered
-                    # (nothing of this batch can be in the log), so the idempotent producer
-                    # sends it again under a new id; a transaction fails it (abortable).
-                    if self.transactional_id is not None:
-                        return False
-                    if entry.outcome_unknown:
-                        # an attempt may have been written: not under a new id (twice), but
-                        # under its own until delivery.timeout.ms, as Java retries every
-                        # OUT_OF_ORDER_SEQUENCE_NUMBER of an idempotent producer; the broker
-                        # may still answer DUPLICATE_SEQUENCE_NUMBER, else the batch expires
-                        return True
-                    self.request_producer_id_reset(
-                        f"OUT_OF_ORDER_SEQUENCE_NUMBER for {tp}: later sequences were written"
-                    )
-                    return True
+                    # The broker wrote later sequences of this id before this batch, so written
+                    # now it would land after records sent after it. A partition's first batch
+                    # under an id goes alone (should_stop_drain), so this takes a broker that
+                    # lost the id's state meanwhile, or an earlier attempt of this batch that
+                    # was written unseen and is out of the broker's window of five. Neither a
+                    # retry under this id (refused until delivery.timeout.ms, Java's stall)
+                    # nor one under a new id (written late) keeps the order: it fails now
+                    # (failure_for says why), and the batches after it are already in place.
+                    return False
                 unresolved = self._unresolved.get(tp)
                 if unresolved is not None and self.transactional_id is None:
                     # Java: the batch right after an expired one refused: that one is not in
@@ -348,6 +351,36 @@ class IdempotentState:
                 self.request_producer_id_reset(f"OUT_OF_ORDER_SEQUENCE_NUMBER for {tp}")
                 return True
             return bool(getattr(error, "retriable", False))
+
+    def failure_for(self, batch: Any, error: BaseException) -> BaseException:
+        """What a batch that will not be retried fails with: ``error``, or for a batch the
+        broker's later sequences passed (see can_retry) an error that says so, the broker's
+        answer as its cause."""
+        if not isinstance(error, errors.OutOfOrderSequenceNumberError):
+            return error
+        with self._lock:
+            entry = self._partitions.get(batch.topic_partition)
+            if entry is None or not self._passed_by_later_batch(entry, batch):
+                return error
+            written = (
+                "an earlier attempt ended without an answer, so they may be in the topic "
+                "already (before the later records)"
+                if entry.outcome_unknown
+                else "they were not written"
+            )
+        exc = errors.OutOfOrderSequenceNumberError(
+            f"{batch.record_count} record(s) for {batch.topic_partition} (sequences from "
+            f"{batch.base_sequence}) fail: the broker refused them and then wrote records "
+            f"sent after them, so written now they would land out of send order; {written}"
+        )
+        exc.__cause__ = error
+        return exc
+
+    def _passed_by_later(self, batch: Any) -> bool:
+        """The broker wrote later sequences of the batch's producer id before it (see
+        can_retry); the lock held."""
+        entry = self._partitions.get(batch.topic_partition)
+        return entry is not None and self._passed_by_later_batch(entry, batch)
 
     @staticmethod
     def _passed_by_later_batch(entry: PartitionEntry, batch: Any) -> bool:

@@ -510,7 +510,11 @@ cdef class RecordAccumulator:
                                     stop = True
                                 elif tm is not None and tm.should_stop_drain(
                                         dq.tp, head.builder._base_sequence):
-                                    stop = True  # Java's shouldStopDrainBatchesForPartition
+                                    # Java's shouldStopDrainBatchesForPartition, where Java
+                                    # ends the node's drain: a partition that waits for an
+                                    # answer holds back only itself (a new topic's partitions
+                                    # each send their first batch alone, all in one request)
+                                    pass
                                 else:
                                     first = dq.batches.popleft()
                     finally:

@@ -371,9 +371,10 @@ class Sender:
             # Java's nextExpiryTimeMs: awake when the oldest batch in flight reaches
             # delivery.timeout.ms, to expire it then rather than at its (late) answer
             poll_timeout = min(poll_timeout, self._next_in_flight_expiry_ms - batch_now)
-        if ready_nodes and not (self._txn is not None and self._txn.awaiting_partitions()):
-            # (a partition waiting to join the transaction is ready but not drainable: the
-            # AddPartitionsToTxn answer wakes the poll)
+        if ready_nodes and any(batches.values()):
+            # more may be ready at once. Not when nothing was drained: a ready partition that
+            # may not be drained now (waiting to join the transaction, or for its batch in
+            # flight) waits for an answer, and the answer wakes the poll
             poll_timeout = 0
         poll_timeout = max(0, min(poll_timeout, 1000))
         for node_id, node_batches in batches.items():
@@ -585,6 +586,8 @@ class Sender:
             )
             self._complete_batch(batch, -1, -1)
         else:
+            if tm is not None:
+                err = tm.failure_for(batch, err)
             self._fail_batch(
                 batch,
                 err,

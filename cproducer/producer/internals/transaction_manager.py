@@ -194,6 +194,9 @@ class TransactionManager(IdempotentState):
                     # it, and the next transaction's, must not leave a gap in the sequence
                     self._adjust_sequences_due_to_failed_batch(batch)
                 return
+            if state_lost and self._passed_by_later(batch):
+                # the sequences after it are in the log, in order: the id goes on
+                return
             if state_lost:
                 self.request_producer_id_reset(f"{type(exc).__name__} for {batch.topic_partition}")
             elif adjust_sequences and batch.has_sequence():
