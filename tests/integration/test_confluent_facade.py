@@ -28,7 +28,7 @@ import cproducer.compat.confluent as facade
 from cproducer.compat.confluent.partitioners import NAMES, hash_partition, is_sticky
 from cproducer.localbroker import LocalBroker, free_port
 from tests.integration.conftest import is_tansu
-from tests.integration.readback import ConsumedRecord, by_partition, read_back
+from tests.integration.readback import ConsumedRecord, assert_delivered, read_back
 from tests.tools.sasl_front import SaslFront
 
 CLIENTS = [pytest.param(confluent_kafka, id="confluent_kafka"), pytest.param(facade, id="facade")]
@@ -84,7 +84,9 @@ def test_readme_produce_poll_flush_delivers_every_message(
     assert len(p) == 0
     assert len(reports.items) == len(data) and not reports.errors
     assert reports.threads == {threading.get_ident()}  # callbacks ran in this thread
-    landed = _landed(read_back(broker.bootstrap_servers, topic, 3, len(data)))
+    records = read_back(broker.bootstrap_servers, topic, 3, len(data))
+    assert_delivered(records, [d.encode() for d in data])
+    landed = _landed(records)
     assert len(landed) == len(data)
     # each report names the partition and offset its message landed at
     for _err, t, partition, offset, _key, value in reports.items:
@@ -114,13 +116,8 @@ def test_buffer_error_then_poll_and_retry(
     assert full_at and set(full_at) == {50}
     assert len(reports.items) == 600 and not reports.errors
     records = read_back(broker.bootstrap_servers, topic, 2, 600)
-    assert len(records) == 600
-    for rs in by_partition(records).values():
-        # per key, the retried produce kept the produce order
-        per_key: Dict[Optional[bytes], List[int]] = {}
-        for r in rs:
-            per_key.setdefault(r.key, []).append(int(r.value or b"-1"))
-        assert all(v == sorted(v) for v in per_key.values())
+    # the retried produce kept the produce order
+    assert_delivered(records, [b"%d" % i for i in range(600)])
 
 
 def test_queue_buffering_max_kbytes_bounds_the_queued_value_bytes(
@@ -215,7 +212,10 @@ def test_delivery_report_describes_the_message(
     assert second.timestamp()[0] == client.TIMESTAMP_CREATE_TIME
     assert abs(second.timestamp()[1] - time.time() * 1000) < 60_000
     assert third.value() is None and len(third) == 0
-    records = {r.value: r for r in read_back(broker.bootstrap_servers, topic, 4, 3)}
+    read = read_back(broker.bootstrap_servers, topic, 4, 3)
+    sent = ["välue".encode(), b"raw", None]
+    assert_delivered(read, sent, partitions=[first.partition(), 3, third.partition()])
+    records = {r.value: r for r in read}
     r1 = records["välue".encode()]
     assert (r1.partition, r1.offset) == (first.partition(), first.offset())
     assert r1.headers == [("a", b"1"), ("b", b"zwei")] and r1.timestamp == ts
@@ -274,8 +274,9 @@ def test_config_on_delivery_and_delivery_report_only_error(
         p.produce(topic, b"kept-%d" % i)
     assert p.flush(30) == 0
     assert len(reports.items) == 5  # successful deliveries are not reported
-    values = sorted(r.value for r in read_back(broker.bootstrap_servers, topic, 1, 6))
-    assert values == [b"kept-%d" % i for i in range(5)] + [b"warm-up"]
+    records = read_back(broker.bootstrap_servers, topic, 1, 6)
+    # a purged message is never written: it would be one not sent
+    assert_delivered(records, [b"warm-up"] + [b"kept-%d" % i for i in range(5)])
 
 
 def test_purge_is_done_when_it_returns(broker: LocalBroker, new_topic: Callable[..., str]) -> None:
@@ -312,8 +313,8 @@ def test_produce_batch_queues_each_message(
     assert p.flush(30) == 0
     assert len(batch_reports.items) == 9 and len(own_reports.items) == 1
     assert not any("_error" in m for m in messages)
-    values = sorted(r.value for r in read_back(broker.bootstrap_servers, topic, 2, 10))
-    assert values == sorted([b"message %d" % i for i in range(9)] + [b"own-callback"])
+    records = read_back(broker.bootstrap_servers, topic, 2, 10)
+    assert_delivered(records, [b"message %d" % i for i in range(9)] + [b"own-callback"])
 
 
 def test_produce_batch_follows_its_documentation(
@@ -335,7 +336,10 @@ def test_produce_batch_follows_its_documentation(
     assert p.produce_batch(topic, messages, partition=0) == 3
     assert messages[2]["_error"].code() == facade.KafkaError._UNKNOWN_PARTITION
     assert p.flush(30) == 0
-    got = {r.value: r for r in read_back(broker.bootstrap_servers, topic, 3, 4)}
+    records = read_back(broker.bootstrap_servers, topic, 3, 4)
+    sent = [b"warm-up", b"to-2", b"to-1", b"default"]
+    assert_delivered(records, sent, partitions=[0, 2, 1, 0])
+    got = {r.value: r for r in records}
     assert got[b"to-2"].partition == 2 and got[b"to-1"].partition == 1
     assert got[b"to-1"].timestamp == 1_700_000_000_000
     assert got[b"default"].partition == 0 and got[b"default"].headers == [("h", b"v")]
@@ -390,12 +394,9 @@ def test_producers_shared_by_threads_deliver_everything(
     assert p.flush(30) == 0
     assert len(reports.items) == 8000 and not reports.errors
     records = read_back(broker.bootstrap_servers, topic, 3, 8000)
-    assert len(records) == 8000
-    per_producer: Dict[bytes, List[int]] = {}
-    for r in sorted(records, key=lambda r: (r.partition, r.offset)):
-        n, i = (r.value or b"").split(b"-")
-        per_producer.setdefault(n, []).append(int(i))
-    assert all(v == list(range(2000)) for v in per_producer.values())  # one key: one order
+    # one key per thread: each thread's messages in one partition, in its order
+    sent = [b"%d-%d" % (n, i) for n in range(4) for i in range(2000)]
+    assert_delivered(records, sent, thread_of=lambda v: v.split(b"-")[0])
 
 
 # ------------------------------------------------------------------ callbacks from poll()
@@ -517,7 +518,7 @@ def test_consume_transform_produce_commits_output_and_offsets_together(
         consumer.close()
     assert _committed(broker, group, source) == 20
     out = read_back(broker.bootstrap_servers, sink, 2, 20)
-    assert sorted(r.value for r in out) == sorted(b"IN-%d" % i for i in range(20))
+    assert_delivered(out, [b"IN-%d" % i for i in range(20)])  # produced in consumed order
 
 
 def test_abort_reports_every_message_and_the_next_transaction_commits(
@@ -549,10 +550,14 @@ def test_abort_reports_every_message_and_the_next_transaction_commits(
         p.produce(topic, b"committed-%d" % i, on_delivery=committed)
     p.commit_transaction(10)
     assert len(committed.items) == 10 and not committed.errors
-    values = [r.value for r in read_back(broker.bootstrap_servers, topic, 1, 10)]
+    records = read_back(broker.bootstrap_servers, topic, 1, 10)
+    values = [r.value for r in records]
     assert [v for v in values if v and v.startswith(b"committed")] == [
         b"committed-%d" % i for i in range(10)
     ]
+    aborted_values = [b"aborted-%d" % i for i in range(10)]
+    sent = aborted_values + [b"committed-%d" % i for i in range(10)]
+    assert_delivered(records, sent, may_be_missing=aborted_values)
 
 
 def test_messages_waiting_for_their_topic_belong_to_the_transaction(
@@ -589,7 +594,10 @@ def test_messages_waiting_for_their_topic_belong_to_the_transaction(
     assert values == [b"committed-%d" % i for i in range(5)]
     # read_committed: only the next transaction's record (Tansu-only: an aborted record that
     # reached it before the abort would be shown)
-    values = [r.value for r in read_back(broker.bootstrap_servers, aborted_topic, 1, 1)]
+    records = read_back(broker.bootstrap_servers, aborted_topic, 1, 1)
+    aborted_values = [b"aborted-%d" % i for i in range(5)]
+    assert_delivered(records, [*aborted_values, b"next"], may_be_missing=aborted_values)
+    values = [r.value for r in records]
     if is_tansu(broker):
         assert values[-1] == b"next" and set(values[:-1]) <= {b"aborted-%d" % i for i in range(5)}
     else:
