@@ -39,7 +39,7 @@ from kafka.structs import TopicPartition as KafkaPythonTopicPartition
 from cproducer import KafkaProducer, errors
 from cproducer.localbroker import LocalBroker, free_port
 from cproducer.producer.partitioners import Partitioner
-from tests.integration.readback import by_partition, read_back
+from tests.integration.readback import assert_delivered, by_partition, read_back
 from tests.integration.test_tls import _read_back_tls, tls_broker  # noqa: F401 (a fixture)
 
 
@@ -102,6 +102,11 @@ class _CountingSticky(KafkaPythonStickyPartitioner):
         super().on_new_batch(topic, cluster, prev_partition)
 
 
+def _sized(tag: bytes, i: int) -> bytes:
+    """Record ``i``'s value, 40 bytes whatever ``i``: as many to a batch as ``tag * 40``."""
+    return (tag + b"%d-" % i).ljust(40, tag)
+
+
 def test_a_partitioner_is_called_once_per_record(
     broker: LocalBroker, new_topic: Callable[..., str]
 ) -> None:
@@ -114,7 +119,7 @@ def test_a_partitioner_is_called_once_per_record(
     with KafkaProducer(
         bootstrap_servers=broker.bootstrap_servers, partitioner=counting, batch_size=200
     ) as producer:
-        metas = [producer.send(topic, b"x" * 40) for _ in range(n)]
+        metas = [producer.send(topic, _sized(b"x", i)) for i in range(n)]
         parts = [f.get(timeout=30).partition for f in metas]
     assert counting.calls == n
     assert parts == [i // 10 % 3 for i in range(n)]
@@ -122,11 +127,14 @@ def test_a_partitioner_is_called_once_per_record(
     with KafkaProducer(
         bootstrap_servers=broker.bootstrap_servers, partitioner_class=java_style, batch_size=200
     ) as producer:
-        metas = [producer.send(topic, b"y" * 40) for _ in range(n)]
+        metas = [producer.send(topic, _sized(b"y", i)) for i in range(n)]
         assert {f.get(timeout=30).partition for f in metas} == {2}
     assert java_style.calls == n
     records = read_back(broker.bootstrap_servers, topic, 3, 2 * n)
     assert {p: len(rs) for p, rs in by_partition(records).items()} == {0: 100, 1: 100, 2: 400}
+    # the second producer started after the first closed: its records come after
+    sent = [_sized(b"x", i) for i in range(n)] + [_sized(b"y", i) for i in range(n)]
+    assert_delivered(records, sent, partitions=parts + [2] * n)
 
 
 def test_a_sticky_partitioner_gets_on_new_batch_and_a_second_call(
@@ -144,20 +152,22 @@ def test_a_sticky_partitioner_gets_on_new_batch_and_a_second_call(
         batch_size=400,
         linger_ms=100,
     ) as producer:
-        metas = [producer.send(topic, b"z" * 40) for _ in range(n)]
+        metas = [producer.send(topic, _sized(b"z", i)) for i in range(n)]
         parts = [f.get(timeout=30).partition for f in metas]
         assert sticky.new_batches >= 10
         assert sticky.calls == n + sticky.new_batches
         # keyed records are hashed: no new-batch rerun for them (kafka-python reruns only for
         # records without a key)
         calls, new_batches = sticky.calls, sticky.new_batches
-        keyed = [producer.send(topic, b"k" * 40, key=b"key-%d" % i) for i in range(n)]
+        keyed = [producer.send(topic, _sized(b"k", i), key=b"key-%d" % i) for i in range(n)]
         producer.flush()
         assert all(f.get(timeout=30).offset >= 0 for f in keyed)
         assert (sticky.calls - calls, sticky.new_batches) == (n, new_batches)
     switches = sum(1 for a, b in zip(parts, parts[1:]) if a != b)
     assert 10 <= switches <= new_batches
-    assert len(read_back(broker.bootstrap_servers, topic, 3, 2 * n)) == 2 * n
+    records = read_back(broker.bootstrap_servers, topic, 3, 2 * n)
+    sent = [_sized(b"z", i) for i in range(n)] + [_sized(b"k", i) for i in range(n)]
+    assert_delivered(records, sent, partitions=parts + [f.get(0).partition for f in keyed])
 
 
 # ------------------------------------------------------------------ kafka-python's own objects
@@ -299,7 +309,9 @@ def test_socket_buffers_none_leave_the_os_default_and_records_are_acknowledged(
     assert all(m.offset >= 0 for m in metas)
     assert java_sized == {java_sizes}
     assert os_sized and java_sizes not in os_sized
-    assert len(read_back(broker.bootstrap_servers, topic, 2, 201)) == 201
+    records = read_back(broker.bootstrap_servers, topic, 2, 201)
+    # the second producer started after the first closed: its record comes after
+    assert_delivered(records, [b"v%d" % i for i in range(200)] + [b"java sizes"])
 
 
 def test_socket_options_replace_the_default_ones(

@@ -30,7 +30,7 @@ from kafka.partitioner import StickyPartitioner as KafkaPythonStickyPartitioner
 from cproducer.localbroker import LocalBroker, free_port
 from cproducer.utils.murmur2 import partition_for_key
 from tests.integration.conftest import is_tansu
-from tests.integration.readback import by_partition, committed, read_back
+from tests.integration.readback import assert_delivered, by_partition, committed, read_back
 from tests.integration.test_tls import _read_back_tls, tls_broker  # noqa: F401 (a fixture)
 from tests.tools.virtual_cluster import VirtualCluster
 
@@ -242,7 +242,8 @@ def test_readme_metrics(
         producer.send(topic, b"y").get(timeout=30)
         assert producer.metrics() is None
         assert producer.metrics(raw=True) is None
-    assert len(read_back(broker.bootstrap_servers, topic, 1, 2)) == 2
+    # the second producer started after the first closed: its record comes after
+    assert_delivered(read_back(broker.bootstrap_servers, topic, 1, 2), [b"x", b"y"])
 
 
 def test_raw_metrics(
@@ -266,7 +267,7 @@ def test_raw_metrics(
         before = topic_rate.value()
         producer.send(topic, b"y").get(timeout=30)
         assert topic_rate.value() > before  # read again, not the value the dict was made with
-    assert len(read_back(broker.bootstrap_servers, topic, 1, 2)) == 2
+    assert_delivered(read_back(broker.bootstrap_servers, topic, 1, 2), [b"x", b"y"])
 
 
 # ------------------------------------------------------------------ usage guide: futures
@@ -450,6 +451,12 @@ def test_a_partitioner_object_gets_kafka_pythons_cluster_view(
     ]
     records = read_back(broker.bootstrap_servers, topic, 4, 30)
     assert sorted(by_partition(records)) == [0, 3]
+    assert_delivered(
+        records,
+        [b"k%d" % i for i in range(30)],
+        identity=lambda r: r.key,
+        partitions=[m.partition for m in metas],
+    )
 
 
 @pytest.mark.parametrize("which", ["default", "sticky"])
@@ -467,14 +474,18 @@ def test_kafka_pythons_own_partitioners(
         KafkaPythonDefaultPartitioner() if which == "default" else KafkaPythonStickyPartitioner()
     )
     keys = [b"key-%d" % i for i in range(60)]
+
+    def unkeyed_value(i: int) -> bytes:  # 50 bytes each: 8 to a batch of 600
+        return (b"u%d-" % i).ljust(50, b"u")
+
     with peer.KafkaProducer(
         bootstrap_servers=broker.bootstrap_servers,
         partitioner=partitioner,
         batch_size=600,
         linger_ms=50,
     ) as producer:
-        keyed = [producer.send(topic, b"k", key=k) for k in keys]
-        unkeyed = [producer.send(topic, b"u" * 50) for _ in range(300)]
+        keyed = [producer.send(topic, b"k%d" % i, key=k) for i, k in enumerate(keys)]
+        unkeyed = [producer.send(topic, unkeyed_value(i)) for i in range(300)]
         producer.flush()
         keyed_parts = [f.get(timeout=30).partition for f in keyed]
         unkeyed_parts = [f.get(timeout=30).partition for f in unkeyed]
@@ -485,7 +496,9 @@ def test_kafka_pythons_own_partitioners(
         assert switches > 120  # a random choice per record: about 200 of 299
     else:
         assert switches < 80  # one per batch of about 8 records
-    assert len(read_back(broker.bootstrap_servers, topic, 3, 360)) == 360
+    records = read_back(broker.bootstrap_servers, topic, 3, 360)
+    sent = [b"k%d" % i for i in range(60)] + [unkeyed_value(i) for i in range(300)]
+    assert_delivered(records, sent, partitions=keyed_parts + unkeyed_parts)
 
 
 # ------------------------------------------------------------------ transactions with offsets
@@ -621,7 +634,10 @@ def test_kafka_python_settings_together(
         futures = [producer.send(topic, b"%d" % i, key=b"%d" % i) for i in range(50)]
         metas = [f.get(timeout=30) for f in futures]
     assert [m.partition for m in metas] == [partition_for_key(b"%d" % i, 2) for i in range(50)]
-    assert len(read_back(broker.bootstrap_servers, topic, 2, 50)) == 50
+    records = read_back(broker.bootstrap_servers, topic, 2, 50)
+    assert_delivered(
+        records, [b"%d" % i for i in range(50)], partitions=[m.partition for m in metas]
+    )
 
 
 # ------------------------------------------------------------------ TLS settings
