@@ -105,7 +105,7 @@ def send_to_new_topic(
     kafka.create_topic(warm, 1)
     topic = f"new-topic-{client}-{uuid.uuid4().hex[:8]}"
     run = {"cproducer": _cproducer, "librdkafka": _librdkafka, "java": _java}[client]
-    return run(kafka, warm, topic, records, partitions, keys, dict(config or {}), timeout_s)
+    return run(_Job(kafka, warm, topic, records, partitions, keys, dict(config or {}), timeout_s))
 
 
 def read_and_judge(kafka: ApacheKafka, rnd: Round, partitions: int = 6) -> Verdict:
@@ -114,20 +114,23 @@ def read_and_judge(kafka: ApacheKafka, rnd: Round, partitions: int = 6) -> Verdi
     return verdict(rnd, found)
 
 
+class _Job(NamedTuple):
+    kafka: ApacheKafka
+    warm: str  # the warm-up topic
+    topic: str  # the topic to create and send to
+    n: int  # records
+    partitions: int
+    keys: int
+    config: Dict[str, Any]
+    timeout_s: float
+
+
 def _key(n: int, keys: int) -> bytes:
     return b"key-%d" % (n % keys)
 
 
-def _cproducer(
-    kafka: ApacheKafka,
-    warm: str,
-    topic: str,
-    n: int,
-    partitions: int,
-    keys: int,
-    config: Dict[str, Any],
-    timeout_s: float,
-) -> Round:
+def _cproducer(job: _Job) -> Round:
+    kafka, warm, topic, n, partitions, keys, config, timeout_s = job
     from cproducer import KafkaProducer
 
     outcomes: Dict[int, Outcome] = {}
@@ -151,16 +154,8 @@ def _cproducer(
     return Round("cproducer", topic, n, outcomes, seconds)
 
 
-def _librdkafka(
-    kafka: ApacheKafka,
-    warm: str,
-    topic: str,
-    n: int,
-    partitions: int,
-    keys: int,
-    config: Dict[str, Any],
-    timeout_s: float,
-) -> Round:
+def _librdkafka(job: _Job) -> Round:
+    kafka, warm, topic, n, partitions, keys, config, timeout_s = job
     from confluent_kafka import Producer
 
     outcomes: Dict[int, Outcome] = {}
@@ -194,16 +189,8 @@ def _librdkafka(
     return Round("librdkafka", topic, n, outcomes, seconds)
 
 
-def _java(
-    kafka: ApacheKafka,
-    warm: str,
-    topic: str,
-    n: int,
-    partitions: int,
-    keys: int,
-    config: Dict[str, Any],
-    timeout_s: float,
-) -> Round:
+def _java(job: _Job) -> Round:
+    kafka, warm, topic, n, partitions, keys, config, timeout_s = job
     args = [f"{k}={v}" for k, v in config.items()]
     proc = subprocess.Popen(
         [java(), "-Xmx256m", "-XX:TieredStopAtLevel=1", "-Dlog4j2.level=WARN",
