@@ -27,13 +27,20 @@ from confluent_kafka import Producer as ConfluentProducer
 
 from cproducer import KafkaProducer
 from cproducer.network.network_client import ClientRequest, ClientResponse
-from tests.integration.readback import read_back, read_back_java
+from tests.integration.readback import assert_delivered, read_back, read_back_java
 from tests.tools.apache_kafka import ApacheKafka
 
 pytestmark = pytest.mark.kafka
 
 QUOTA = 200_000  # bytes/s
 VALUE = b"q" * 1000
+
+
+def value(n: int) -> bytes:
+    """Record ``n``: as long as VALUE, its number first, so that its order can be checked."""
+    return (b"%d-" % n).ljust(len(VALUE), b"q")
+
+
 SECONDS = 5.0  # of sending at the producer's pace, after the first throttled answer
 IN_FLIGHT_BYTES = 100_000  # what the test lets wait unacknowledged (a flush at the end: 0.5 s)
 
@@ -109,13 +116,14 @@ class Requests:
 
 
 def send_for(
-    send: Callable[[Callable[[Any], None]], None],
+    send: Callable[[int, Callable[[Any], None]], None],
     poll: Callable[[], Any],
     first_throttle_s: Callable[[], float],
 ) -> Tuple[List[float], float]:
-    """Sends VALUE records as fast as the producer takes them (at most IN_FLIGHT_BYTES waiting
-    for their acknowledgement) until SECONDS after the first throttled answer; the monotonic
-    times of the acknowledgements, and the time the first throttled answer came."""
+    """Sends records (``send(n, done)`` sends ``value(n)``) as fast as the producer takes them
+    (at most IN_FLIGHT_BYTES waiting for their acknowledgement) until SECONDS after the first
+    throttled answer; the monotonic times of the acknowledgements, and the time the first
+    throttled answer came."""
     acked: List[float] = []
     lock = threading.Lock()
     errors: List[Any] = []
@@ -129,7 +137,7 @@ def send_for(
     sent = 0
     deadline = time.monotonic() + 30  # the quota holds the first throttle back a second or so
     while time.monotonic() < deadline:
-        send(done)
+        send(sent, done)
         sent += 1
         while (sent - len(acked)) * len(VALUE) > IN_FLIGHT_BYTES:
             poll()
@@ -167,7 +175,7 @@ def test_a_producer_over_its_byte_rate_waits_out_each_throttle_and_loses_nothing
 
     try:
         acked, first = send_for(
-            lambda done: p.send(topic, VALUE, partition=0, callback=lambda _md, e: done(e)),
+            lambda n, done: p.send(topic, value(n), partition=0, callback=lambda _md, e: done(e)),
             lambda: None,
             first_throttle_s,
         )
@@ -188,7 +196,7 @@ def test_a_producer_over_its_byte_rate_waits_out_each_throttle_and_loses_nothing
     # every acknowledged record, once, by librdkafka and by Java's KafkaConsumer
     for read in (read_back, read_back_java):
         records = read(broker.bootstrap_servers, topic, 1, len(acked))
-        assert len(records) == len(acked) and all(r.value == VALUE for r in records)
+        assert_delivered(records, [value(n) for n in range(len(acked))], context=read.__name__)
         assert sorted(r.offset for r in records) == list(range(len(acked)))
 
 
@@ -214,14 +222,15 @@ def test_librdkafka_over_the_same_quota_is_held_to_the_same_band(
         return next((at for at, t in throttles if t > 0), 0.0)
 
     acked, first = send_for(
-        lambda done: p.produce(topic, VALUE, partition=0, on_delivery=lambda e, _m: done(e)),
+        lambda n, done: p.produce(topic, value(n), partition=0, on_delivery=lambda e, _m: done(e)),
         lambda: p.poll(0),
         first_throttle_s,
     )
     p.flush(30)
     rate = rate_since(acked, first)
     assert 0.5 * QUOTA < rate < 1.5 * QUOTA, rate
-    assert len(read_back(broker.bootstrap_servers, topic, 1, len(acked))) == len(acked)
+    records = read_back(broker.bootstrap_servers, topic, 1, len(acked))
+    assert_delivered(records, [value(n) for n in range(len(acked))])
 
 
 def test_a_transaction_over_the_quota_commits_and_waits_out_each_throttle(
@@ -242,10 +251,10 @@ def test_a_transaction_over_the_quota_commits_and_waits_out_each_throttle(
     per_transaction = 150  # 150 kB: each transaction is throttled
     try:
         p.init_transactions(30)
-        for _ in range(4):
+        for k in range(4):
             p.begin_transaction()
             for i in range(per_transaction):
-                p.send(topic, VALUE, partition=i % 2)
+                p.send(topic, value(k * per_transaction + i), partition=i % 2)
             p.commit_transaction(60)
     finally:
         p.close(30)
@@ -260,4 +269,5 @@ def test_a_transaction_over_the_quota_commits_and_waits_out_each_throttle(
         4 * per_transaction,
         config={"isolation.level": "read_committed"},
     )
-    assert len(records) == 4 * per_transaction
+    n = 4 * per_transaction
+    assert_delivered(records, [value(i) for i in range(n)], partitions=[i % 2 for i in range(n)])
