@@ -31,7 +31,13 @@ from confluent_kafka import Producer as CKProducer
 from confluent_kafka.admin import AdminClient
 
 from cproducer import KafkaProducer, errors
-from tests.integration.readback import ConsumedRecord, read_back, read_back_java
+from tests.integration.readback import (
+    ConsumedRecord,
+    assert_delivered,
+    header_of,
+    read_back,
+    read_back_java,
+)
 from tests.tools.apache_kafka import ApacheKafka
 
 pytestmark = pytest.mark.kafka
@@ -274,6 +280,11 @@ def test_records_are_read_back_exactly_by_librdkafka_and_java(
         broker.listener(protocol), topic, 3, count, config=java_settings(protocol, mechanism, ca)
     )
     assert as_sent(by_java) == sent
+    # the header n names each record: each partition in send order, for both readers
+    numbers = [b"%d" % i for i in range(count)]
+    to = [f.get(0).partition for f in futures]
+    for reader, got in (("librdkafka", by_librdkafka), ("Java", by_java)):
+        assert_delivered(got, numbers, identity=header_of("n"), partitions=to, context=reader)
     # debug logging was on; no password, and no token (a JWT starts "eyJ", base64 of '{"')
     assert "authentication complete" in caplog.text
     assert PASSWORD not in caplog.text and "eyJ" not in caplog.text
@@ -501,3 +512,5 @@ def test_sessions_are_renewed_in_time_and_a_refused_renewal_fails_the_records(
     settings = librdkafka_settings(broker, "SASL_PLAINTEXT", "SCRAM-SHA-512", certs["ca"])
     got = read_back(broker.listener("SASL_PLAINTEXT"), topic, 1, len(acked), config=settings)
     assert Counter(r.value for r in got) == Counter(acked)  # each acknowledged record once
+    sent = [b"r%d" % i for i in range(len(futures))]
+    assert_delivered(got, sent, may_be_missing=[v for v in sent if v not in acked])
