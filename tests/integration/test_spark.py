@@ -13,7 +13,7 @@ from cproducer.errors import ConfigError
 from cproducer.localbroker import LocalBroker
 from cproducer.spark import KafkaSinkError, write_to_kafka
 from cproducer.utils.murmur2 import partition_for_key
-from tests.integration.readback import read_back
+from tests.integration.readback import assert_delivered, read_back
 
 
 @pytest.fixture(scope="session")
@@ -60,8 +60,10 @@ def test_keys_values_headers_every_row_once_and_murmur2_partitions(spark, broker
     assert report.produced == report.delivered == n and report.errors == 0
     assert len(report.per_task) == 4
     records = read_back(broker.bootstrap_servers, topic, 4, n, timeout_s=120)
-    values = [r.value for r in records]
-    assert len(values) == len(set(values)) == n
+    # each Spark task's producer sends its slice of the range in order (4 slices of n / 4 rows);
+    # there is no order between tasks
+    sent = [b"%d" % i for i in range(n)]
+    assert_delivered(records, sent, thread_of=lambda v: int(v) // (n // 4))
     for r in records[:5000]:
         assert r.partition == partition_for_key(r.key, 4)
         assert r.headers == [("src", b"spark")]
@@ -82,7 +84,14 @@ def test_string_values_null_keys_topic_column_and_partition_column(spark, broker
     assert report.delivered == 1000
     for t, parity in ((t1, 0), (t2, 1)):
         recs = read_back(broker.bootstrap_servers, t, 3, 500)
-        assert len(recs) == 500
+        # two tasks, each its half of the range in order
+        mine = [i for i in range(1000) if i % 2 == parity]
+        assert_delivered(
+            recs,
+            [b"%d" % i for i in mine],
+            partitions=[i % 3 for i in mine],
+            thread_of=lambda v: int(v) // 500,
+        )
         for r in recs:
             i = int(r.value)
             assert i % 2 == parity and r.partition == i % 3 and r.key is None
