@@ -98,7 +98,9 @@ def main(argv: List[str] | None = None) -> int:
                 for i in range(args.runs):
                     # alternate the clients' order from run to run
                     order = clients if i % 2 == 0 else clients[::-1]
-                    for client in order:
+                    for client in [
+                        c for c in order if c in getattr(faults[name].runner, "clients", order)
+                    ]:
                         run = run_fault(cluster, name, client)
                         results.setdefault((name, client), []).append(run)
                         extra = {
@@ -113,7 +115,7 @@ def main(argv: List[str] | None = None) -> int:
                             f"({run.seconds:.0f} s)",
                             flush=True,
                         )
-    rows = [_row(n, c, results[(n, c)]) for n in names for c in clients]
+    rows = [_row(n, c, results[(n, c)]) for n in names for c in clients if (n, c) in results]
     _print(rows)
     if args.json:
         with open(args.json, "w") as f:

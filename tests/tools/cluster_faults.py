@@ -27,7 +27,7 @@ from tests.integration.readback import read_back, read_back_java
 from tests.tools.apache_kafka import ApacheKafkaCluster
 from tests.tools.seq_load import CLIENTS, IDEMPOTENT, Load, LoadResult, Verdict
 
-FAULT_MODULES = ["faults_outage", "faults_moves", "faults_txn", "faults_slow"]
+FAULT_MODULES = ["faults_outage", "faults_moves", "faults_txn", "faults_slow", "faults_new_topic"]
 
 # Java's setting name -> librdkafka's, where they differ
 LIBRDKAFKA_NAMES = {
