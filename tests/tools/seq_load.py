@@ -224,6 +224,10 @@ class Load:
         """Sequence numbers, each at its time, until stop()."""
         return paced(self._stop, self.rate)
 
+    def end_sending(self) -> None:
+        """No more records from now on (``stop()`` still waits for their outcomes)."""
+        self._stop.set()
+
     def stop(self, timeout: float = 180.0) -> LoadResult:
         """Ends the sending and waits (flush) for every record's outcome."""
         self._stop.set()
@@ -292,7 +296,7 @@ class LibrdkafkaLoad(Load):
     def _run(self) -> None:
         from confluent_kafka import KafkaException, Producer
 
-        producer = Producer({"bootstrap.servers": self.bootstrap, **self.config})
+        self.producer = producer = Producer({"bootstrap.servers": self.bootstrap, **self.config})
         result, polling = self.result, threading.Event()
 
         def poll() -> None:
