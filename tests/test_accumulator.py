@@ -20,7 +20,11 @@ from cproducer.errors import (
 )
 from cproducer.producer.internals.buffer_pool import BufferPool
 from cproducer.producer.internals.producer_batch import ProducerBatch
-from cproducer.producer.internals.record_accumulator import BATCH_OVERHEAD_BYTES, RecordAccumulator
+from cproducer.producer.internals.record_accumulator import (
+    BATCH_OVERHEAD_BYTES,
+    MIN_BUFFER,
+    RecordAccumulator,
+)
 from cproducer.record.record_batch_builder import RecordBatchBuilder
 
 N1, N2 = Node(1, "a", 1), Node(2, "b", 1)
@@ -781,3 +785,38 @@ def test_max_batch_records_closes_a_batch_at_that_count() -> None:
     assert [b.record_count for b in unlimited.batches_of(TP0)] == [7]
     with pytest.raises(ValueError, match="max_batch_records must be >= 0"):
         acc(max_batch_records=-1)
+
+
+def test_a_partitions_batches_start_at_the_size_its_last_batch_reached() -> None:
+    """Memory follows the records, not batch.size times the partitions: a partition's first
+    batch starts in MIN_BUFFER bytes, each next one in room for twice what its last batch
+    reached (a power of two), or in batch.size (a pooled buffer) once its batches come near it.
+    A batch grows to batch.size on memory from the pool as records come."""
+    a, c = acc(batch_size=16384, linger=0, memory=1 << 20), cluster()
+    pool = a.pool
+    base = pool.available_memory
+
+    def one_batch(records: int) -> Any:
+        results = [append(a, c, 0) for _ in range(records)]
+        assert [r.new_batch_created for r in results] == [True] + [False] * (records - 1)
+        [batch] = a.drain(c, {1}, 1 << 20, 0)[1]
+        return batch
+
+    first = one_batch(1)
+    assert first.builder.capacity == MIN_BUFFER
+    assert base - pool.available_memory == MIN_BUFFER + BATCH_OVERHEAD_BYTES
+    a.deallocate(first)
+    grown = one_batch(140)  # ~15.5 kB of records: one batch, grown from 1 kB
+    assert grown.builder.capacity == 16384
+    a.deallocate(grown)
+    assert pool.available_memory == base
+    full = one_batch(1)  # its last batch came near batch.size: a pooled buffer
+    assert full.builder.capacity == 16384 and full.builder.charged_memory == 0
+    a.deallocate(full)
+    assert one_batch(3).builder.capacity == MIN_BUFFER  # 1 record reached: room for 2 x that
+    # a thousand partitions with a record each hold about a kilobyte each, not batch.size
+    b, c1000 = acc(batch_size=16384, linger=0, memory=32 << 20), cluster(1000)
+    start = b.pool.available_memory
+    for p in range(1000):
+        append(b, c1000, p)
+    assert start - b.pool.available_memory == 1000 * (MIN_BUFFER + BATCH_OVERHEAD_BYTES)

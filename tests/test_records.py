@@ -9,6 +9,7 @@ from __future__ import annotations
 import random
 import threading
 import time
+from typing import Any
 
 import crc32c as reference_crc
 import numpy as np
@@ -17,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
+from cproducer.producer.internals.buffer_pool import BufferPool
 from cproducer.record import compression
 from cproducer.record.compression import (
     CODEC_GZIP,
@@ -264,6 +266,37 @@ def test_records_compressed_already_count_their_real_size(codec) -> None:
     data = bytes(b.buffer())
     assert len(data) <= limit
     assert decode(data) == expected(recs)
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_a_stage_smaller_than_stage_size_grows_before_the_batch_is_full(codec: int) -> None:
+    """A producer's batch starts in a small buffer (stage_size: batch.size): it takes records to
+    write_limit as one in a buffer of stage_size would, its stage growing (doubling) on memory
+    charged to the budget, and gives that memory back when released. Compressed, the records
+    are compressed in the same blocks as from a stage of stage_size: the same batch, byte for
+    byte. Without stage_size the stage does not grow: an uncompressed batch is full at its
+    buffer."""
+    recs: list = [(NOW + i, b"key-%d" % i, b"value %d " % i * 12, []) for i in range(400)]
+
+    def build(buf: bytearray, stage_size: int = -1, budget: Any = None) -> RecordBatchBuilder:
+        b = RecordBatchBuilder(buf, codec, 16384, memory_budget=budget, stage_size=stage_size)
+        for ts, k, v, _ in recs:
+            if b.try_append(ts, k, v) < 0:
+                break
+        return b
+
+    pool = BufferPool(1 << 20, 16384)
+    small, large = build(bytearray(1024), 16384, pool), build(bytearray(16384))
+    assert small.num_records == large.num_records > 1024 // 100
+    assert small.capacity == 16384 and 0 < pool.available_memory < (1 << 20)
+    small.close()
+    large.close()
+    assert bytes(small.buffer()) == bytes(large.buffer())
+    assert decode(bytes(small.buffer())) == expected(recs[: small.num_records])
+    small.release_memory()
+    assert pool.available_memory == 1 << 20
+    if codec == CODEC_NONE:
+        assert build(bytearray(1024)).num_records < 1024 // 100
 
 
 @pytest.mark.parametrize("codec", [CODEC_GZIP, CODEC_SNAPPY, CODEC_LZ4, CODEC_ZSTD])

@@ -56,6 +56,7 @@ cdef class RecordBatchBuilder:
     # is at _buf[_pos - _woff]
     cdef Py_ssize_t _capacity
     cdef Py_ssize_t _write_limit
+    cdef Py_ssize_t _stage_limit  # stage_size: the stage grows to it before it is compressed
     cdef Py_ssize_t _pos
     cdef Py_ssize_t _woff        # records compressed already: the stage holds _pos - _woff bytes
     cdef int _codec

@@ -28,6 +28,7 @@ class RecordBatchBuilder:
         compression_ratio_estimate: float = ...,
         compression_level: Optional[int] = ...,
         memory_budget: Optional[MemoryBudget] = ...,
+        stage_size: int = ...,
     ) -> None: ...
     def try_append(self, timestamp: int, key: Any, value: Any, headers: Headers = ...) -> int: ...
     def has_room_for(

@@ -125,14 +125,17 @@ cdef class RecordBatchBuilder:
     1.05); the records are written uncompressed into the caller's buffer, and compressed from
     there whenever the next one does not fit (zstd: they move to a larger private bytearray
     instead, compressed by ``close()``). A record larger than the caller's buffer moves the stage
-    to a larger private bytearray (the caller's buffer is left alone).
+    to a larger private bytearray (the caller's buffer is left alone). ``stage_size`` (default:
+    the buffer's length): how large the stage may grow, on memory from the budget, before its
+    records are compressed, or (uncompressed) the batch refuses the next record; a producer's
+    batch starts in a small buffer and grows to batch.size.
     """
 
     def __init__(self, buffer, int compression_type=0, Py_ssize_t write_limit=-1,
                  long long producer_id=-1, int producer_epoch=-1, int base_sequence=-1,
                  bint is_transactional=False, double compression_ratio_estimate=1.0,
                  compression_level=None,
-                 MemoryBudget memory_budget=None):
+                 MemoryBudget memory_budget=None, Py_ssize_t stage_size=-1):
         cdef Py_buffer* pb
         if compression_type not in _compression.NAMES:
             raise ValueError(
@@ -172,6 +175,7 @@ cdef class RecordBatchBuilder:
         self._buf = <unsigned char*>pb.buf
         self._capacity = pb.len
         self._write_limit = self._capacity if write_limit < 0 else write_limit
+        self._stage_limit = max(stage_size, self._capacity)
         self._pos = RECORDS_OFFSET
         self._codec = compression_type
         self._first_ts = -1
@@ -201,7 +205,11 @@ cdef class RecordBatchBuilder:
         # the logical position to reach), charged to the memory budget; False (nothing changed)
         # when the budget has no room for it now.
         cdef Py_ssize_t staged = self._pos - self._woff
-        cdef Py_ssize_t capacity = max(needed - self._woff, 2 * (self._capacity - self._woff))
+        cdef Py_ssize_t doubled = 2 * (self._capacity - self._woff)
+        cdef Py_ssize_t capacity
+        if self._capacity - self._woff < self._stage_limit:
+            doubled = min(doubled, self._stage_limit)  # growing towards stage_size
+        capacity = max(needed - self._woff, doubled)
         cdef object bigger
         cdef unsigned char* dst
         if not self._budget.try_reserve(capacity):
@@ -472,20 +480,27 @@ cdef class RecordBatchBuilder:
         else:
             if offset_delta > 0:
                 if self._pos + total > self._capacity:
-                    if self._codec == 0:
-                        return -1
-                    # compressed: the estimated compressed size is within batch.size but the
-                    # stage is full. A streaming codec compresses the stage's records and starts
-                    # it again; a record still too large for it (or zstd's uncompressed records)
-                    # moves the stage to a larger private buffer. Both on memory from the
-                    # budget; without it the batch is full (sendable at once: ready() sees it,
-                    # its memory soon back).
-                    if self._streams and not self._flush_stage(True):
-                        self._appends_closed = True
-                        return -1
-                    if self._pos + total > self._capacity and not self._grow(self._pos + total):
-                        self._appends_closed = True
-                        return -1
+                    # Within write_limit (checked above), beyond the stage. A stage smaller
+                    # than stage_size grows first, doubling: uncompressed records have nowhere
+                    # else to go, and compressed ones are then compressed in blocks as large
+                    # as from a stage of stage_size. Otherwise uncompressed records do not fit:
+                    # the batch is full. Compressed ones (the estimated compressed size is
+                    # within batch.size but the stage is full): a streaming codec compresses
+                    # the stage's records and starts it again; a record still too large for it
+                    # (or zstd's uncompressed records) moves the stage to a larger private
+                    # buffer. All on memory from the budget; without it the batch is full
+                    # (sendable at once: ready() sees it, its memory soon back).
+                    if not (self._capacity - self._woff < self._stage_limit
+                            and self._grow(self._pos + total)):
+                        if self._codec == 0:
+                            return -1
+                        if self._streams and not self._flush_stage(True):
+                            self._appends_closed = True
+                            return -1
+                        if (self._pos + total > self._capacity
+                                and not self._grow(self._pos + total)):
+                            self._appends_closed = True
+                            return -1
             elif self._pos + total > self._capacity:
                 raise BufferError(
                     f"buffer too small for this record: need {RECORDS_OFFSET + total} bytes, "
@@ -559,7 +574,8 @@ cdef class RecordBatchBuilder:
                                 hsize)
         total = record_size(body)
         return (self._estimated(self._pos - RECORDS_OFFSET) + total <= self._write_limit
-                and (self._codec != 0 or self._pos + total <= self._capacity))
+                and (self._codec != 0
+                     or self._pos + total <= max(self._capacity, self._stage_limit)))
 
     def set_producer_state(self, long long producer_id, int producer_epoch, int base_sequence,
                            bint is_transactional):

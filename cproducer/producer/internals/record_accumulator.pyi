@@ -7,6 +7,7 @@ from cproducer.producer.internals.topic_info import PartitionDeque as PartitionD
 from cproducer.producer.internals.topic_info import TopicInfo as TopicInfo
 
 BATCH_OVERHEAD_BYTES: int
+MIN_BUFFER: int
 RETRY_BACKOFF_EXP_BASE: int
 RETRY_BACKOFF_JITTER: float
 

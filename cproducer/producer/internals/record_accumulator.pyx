@@ -30,7 +30,8 @@ from cproducer.producer.internals.producer_batch cimport (STATE_IN_FLIGHT, Produ
                                                           close_for_record_appends)
 
 from cproducer.producer.internals.produce_request_result cimport ProduceRequestResult
-from cproducer.producer.internals.topic_info cimport all_batches_full, partition_changed
+from cproducer.producer.internals.topic_info cimport (MIN_BUFFER_BYTES, all_batches_full,
+                                                      partition_changed)
 from cproducer.record.record_batch_builder cimport (
     RECORDS_OFFSET,
     RecordBatchBuilder,
@@ -57,6 +58,26 @@ globals().update(PartitionDeque=_topic_info_module.PartitionDeque,
 # What a batch's Python objects take besides its buffer (the ProducerBatch, its builder, result,
 # lock, buffer views and lists), charged to buffer.memory
 BATCH_OVERHEAD_BYTES = 1024
+
+# the smallest buffer a batch starts in
+MIN_BUFFER = MIN_BUFFER_BYTES
+
+cdef inline Py_ssize_t _next_buffer_size(Py_ssize_t reached, Py_ssize_t batch_size) noexcept:
+    # The buffer a partition's next batch starts with, from the bytes (header and uncompressed
+    # records) its last drained batch reached: batch.size (0, from the pool's free list) for a
+    # partition whose batches come near it, else a power of two with room for twice as much.
+    # Java gives every batch batch.size at once, so memory follows batch.size times the
+    # partitions with records, not the records: with a thousand partitions each batch holds a
+    # few records and buffer.memory runs dry while it is mostly empty (KIP-782). A batch that
+    # outgrows its buffer grows on memory from the pool (RecordBatchBuilder._grow), up to
+    # batch.size as before.
+    cdef Py_ssize_t size = MIN_BUFFER_BYTES
+    if 2 * reached >= batch_size:
+        return 0
+    while size < 2 * reached:
+        size <<= 1
+    return size
+
 
 # Java's RETRY_BACKOFF_EXP_BASE and RETRY_BACKOFF_JITTER (CommonClientConfigs)
 RETRY_BACKOFF_EXP_BASE = 2
@@ -259,8 +280,10 @@ cdef class RecordAccumulator:
                     # the caller's partitioner gets a say before a new batch is made
                     return _result(None, False, False, True, 0)
                 if buffer is None:
-                    size = max(self.batch_size,
-                               estimate_size_in_bytes_upper_bound(key, value, headers))
+                    size = dq.buffer_size
+                    if size <= 0 or size > self.batch_size:
+                        size = self.batch_size
+                    size = max(size, estimate_size_in_bytes_upper_bound(key, value, headers))
                     # may block for memory: never under a deque lock, and with the Sender
                     # awake (it frees memory by sending; ready() sees the waiter)
                     if self.memory_wait_hook is not None and (
@@ -324,7 +347,7 @@ cdef class RecordAccumulator:
         cdef TopicInfo ti = self._topic_info(dq.tp[0])
         builder = RecordBatchBuilder(buffer, self.compression_type, self.batch_size, -1, -1, -1,
                                      False, ti.compression_ratio, self.compression_level,
-                                     self._budget)
+                                     self._budget, self.batch_size)
         cdef ProducerBatch batch = ProducerBatch(dq.tp, builder, now)
         batch.pooled_buffer = buffer
         if self._budget is not None:
@@ -528,6 +551,7 @@ cdef class RecordAccumulator:
                         if tm is not None and b._base_sequence == -1:
                             tm.sequence_batch(first)
                         b.close()
+                        dq.buffer_size = _next_buffer_size(b._pos, self.batch_size)
                         first.leader_epoch = cluster.leader_epoch_for(dq.tp)
                         if b._codec != 0:
                             self._update_compression_ratio(ti, b.compression_ratio)

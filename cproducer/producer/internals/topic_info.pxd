@@ -8,10 +8,19 @@ from cproducer.producer.internals.producer_batch cimport ProducerBatch
 from cproducer.utils.fast_lock cimport FastLock
 
 
+cdef enum:
+    # the smallest buffer a partition's batch starts in (see the accumulator's
+    # _next_buffer_size); a partition's first batch starts in one
+    MIN_BUFFER_BYTES = 1024
+
+
 cdef class PartitionDeque:
     cdef readonly object tp
     cdef readonly object batches
     cdef readonly FastLock lock
+    # bytes of the buffer the partition's next batch starts in (0: batch.size), from the size
+    # its last drained batch reached (the accumulator's _next_buffer_size)
+    cdef public Py_ssize_t buffer_size
 
 
 cdef class TopicInfo:

@@ -8,6 +8,7 @@ class PartitionDeque:
     tp: TopicPartition
     batches: Any  # collections.deque[ProducerBatch]
     lock: FastLock
+    buffer_size: int  # bytes the next batch starts in (0: batch.size)
     def __init__(self, tp: TopicPartition) -> None: ...
 
 class TopicInfo:

@@ -17,6 +17,7 @@ cdef class PartitionDeque:
         self.tp = tp
         self.batches = deque()
         self.lock = FastLock()
+        self.buffer_size = MIN_BUFFER_BYTES
 
 
 cdef class TopicInfo:
