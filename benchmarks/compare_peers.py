@@ -3,11 +3,12 @@
 One fresh broker for the run: ``--broker tansu`` (the default) a LocalBroker, ``--broker kafka``
 Apache Kafka in KRaft mode (``tests/tools/apache_kafka.py``, the jars of ``./dev.sh kafka-libs``).
 Each client runs in its own child process (so the CPU time and memory measured are its own, all
-threads included); each gets its own topic. The workload: N x ``--value-size``-byte values (100
-by default), 1,000 distinct keys, lz4, linger 5 ms, acks=all, 6 partitions, every record
-acknowledged (the count is checked). Before the clock each client connects and sends a warm-up of
-the same kind (``--warmup`` records). Prints msg/s, client CPU us per message, the process's RSS
-once the client was created and warmed up, its peak while sending (the kernel's high-water mark,
+threads included); each gets its own topic. The workload: N x ``--value-size``-byte values (100 by
+default), 1,000 distinct keys, lz4, linger 5 ms, acks=all, 6 partitions (``--partitions``), every
+record acknowledged (the count is checked). Before the clock each client connects and sends a
+warm-up of the same kind (``--warmup`` records). Prints msg/s, client CPU us per message, the
+process's RSS once the client was created and warmed up, its peak while sending (the kernel's
+high-water mark,
 reset after the warm-up) and after the last flush, and ratios to confluent-kafka and to Java's
 KafkaProducer. ``--buffer-memory`` is cproducer's and Java's ``buffer.memory`` and confluent's
 ``queue.buffering.max.kbytes`` (librdkafka's default is 1 GiB). ``--rounds R`` runs the clients
@@ -30,6 +31,7 @@ warm-up) and prints the figures in one line. It runs with kafka-producer-perf-te
 
     python benchmarks/compare_peers.py [--records 300000] [--clients confluent,send,send_many,...]
                                        [--value-size 100] [--buffer-memory 33554432]
+                                       [--partitions 6]
                                        [--rounds 3] [--transactions 10000]
                                        [--broker tansu|kafka] [--java-opts "-Xmx512m ..."]
 """
@@ -492,6 +494,7 @@ def main(argv: List[str] | None = None) -> int:
     ap.add_argument("--plot", metavar="DIR", help="write peers.json and peers.png into DIR")
     ap.add_argument("--transactions", type=int, default=0, metavar="K", help="commit every K")
     ap.add_argument("--value-size", type=int, default=100)
+    ap.add_argument("--partitions", type=int, default=PARTITIONS, help="of each client's topic")
     ap.add_argument("--buffer-memory", type=int, default=33554432)
     ap.add_argument("--warmup", type=int, default=20_000, help="records sent before the clock")
     ap.add_argument("--rounds", type=int, default=1, help="alternating runs; medians printed")
@@ -522,7 +525,7 @@ def main(argv: List[str] | None = None) -> int:
         for round_no in range(args.rounds):
             for name in names:
                 topic = f"peers-{name}-{round_no}-{os.getpid()}"
-                broker.create_topic(topic, PARTITIONS)
+                broker.create_topic(topic, args.partitions)
                 if name == JAVA:
                     res = run_java(java_cmd, broker.bootstrap_servers, topic, args.records, opts)
                 else:
@@ -558,7 +561,7 @@ def main(argv: List[str] | None = None) -> int:
     print(f"load average (1 min) before / after the runs: {load_before} / {load_after}")
     print(
         f"workload: {args.records} x {args.value_size} B, {DISTINCT_KEYS} keys, lz4, linger 5 ms, "
-        f"acks=all, {PARTITIONS} partitions, buffer.memory {args.buffer_memory:,} B"
+        f"acks=all, {args.partitions} partitions, buffer.memory {args.buffer_memory:,} B"
         + (f", a transaction every {args.transactions} records" if args.transactions else "")
         + (f"; medians of {args.rounds} alternating rounds" if args.rounds > 1 else "")
     )
@@ -605,7 +608,7 @@ def main(argv: List[str] | None = None) -> int:
         report = {
             "records": args.records,
             "workload": f"{args.records} x {args.value_size} B, {DISTINCT_KEYS} keys, lz4, "
-            f"linger 5 ms, acks=all, {PARTITIONS} partitions; {machine}; {broker_name}",
+            f"linger 5 ms, acks=all, {args.partitions} partitions; {machine}; {broker_name}",
             "labels": {r["client"]: LABELS.get(r["client"], r["client"]) for r in results},
             "results": results,
             # what a reader needs to rerun it and to judge it: the command, the rounds the
