@@ -148,19 +148,36 @@ def run_fault(
         measured = f.action(cluster, load, topic)
     finally:
         result = load.stop()
-    parts = f.partitions or 6
     # a record whose outcome was an error may be in the topic as well: read at least the
     # acknowledged ones, and a moment more for the rest and for duplicates
     acked = sum(1 for a in result.acks.values() if a[0].error is None)
     expected = acked if f.errors_allowed else len(result.sent_at)
+    return judged(cluster, name, client, topic, f.partitions, result, measured, started, expected)
+
+
+def judged(
+    cluster: ApacheKafkaCluster,
+    name: str,
+    client: str,
+    topic: str,
+    partitions: int,
+    result: LoadResult,
+    measured: Dict[str, Any],
+    started: float,
+    expected: int,
+) -> FaultRun:
+    """The run's FaultRun: ``topic`` read back by librdkafka and by Java's KafkaConsumer (at
+    least ``expected`` records, and a moment more for duplicates), each reader's verdict.
+    ``partitions``: the load's (0: unkeyed, the topic's 6)."""
+    parts = partitions or 6
     by_rdkafka = read_back(cluster.bootstrap_servers, topic, parts, expected, 90, settle_s=1.0)
     by_java = read_back_java(cluster.bootstrap_servers, topic, parts, expected, 90)
     return FaultRun(
         name,
         client,
         result,
-        result.verdict(by_rdkafka, f.partitions),
-        result.verdict(by_java, f.partitions),
+        result.verdict(by_rdkafka, partitions),
+        result.verdict(by_java, partitions),
         measured,
         time.monotonic() - started,
     )
