@@ -359,13 +359,12 @@ class IdempotentState:
         if not isinstance(error, errors.OutOfOrderSequenceNumberError):
             return error
         with self._lock:
-            entry = self._partitions.get(batch.topic_partition)
-            if entry is None or not self._passed_by_later_batch(entry, batch):
+            if not self._passed_by_later(batch):
                 return error
             written = (
                 "an earlier attempt ended without an answer, so they may be in the topic "
                 "already (before the later records)"
-                if entry.outcome_unknown
+                if self._partitions[batch.topic_partition].outcome_unknown
                 else "they were not written"
             )
         exc = errors.OutOfOrderSequenceNumberError(
