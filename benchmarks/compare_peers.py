@@ -144,7 +144,9 @@ def _cpu_s() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def _confluent(bootstrap: str) -> Any:
+def _confluent(bootstrap: str, **extra: Any) -> Any:
+    """confluent-kafka's Producer with the peers' settings; ``extra``: further librdkafka
+    settings (their dotted names as keys of a dict passed with ``**``)."""
     from confluent_kafka import Producer
 
     return Producer(
@@ -156,6 +158,7 @@ def _confluent(bootstrap: str) -> Any:
             "queue.buffering.max.messages": 1_000_000,
             "queue.buffering.max.kbytes": BUFFER_MEMORY // 1024,
             **_txn_config(),
+            **extra,
         }
     )
 
@@ -241,17 +244,18 @@ def _columns(n: int) -> Any:
     return chunk, all_keys, values
 
 
-def _cproducer(bootstrap: str) -> Any:
+def _cproducer(bootstrap: str, **extra: Any) -> Any:
+    """cproducer's KafkaProducer with the peers' settings; ``extra``: further keywords."""
     from cproducer import KafkaProducer
 
-    return KafkaProducer(
-        _txn_config(),
-        bootstrap_servers=bootstrap,
-        compression_type="lz4",
-        linger_ms=5,
-        acks="all",
-        buffer_memory=BUFFER_MEMORY,
-    )
+    settings: Dict[str, Any] = {
+        "bootstrap_servers": bootstrap,
+        "compression_type": "lz4",
+        "linger_ms": 5,
+        "acks": "all",
+        "buffer_memory": BUFFER_MEMORY,
+    }
+    return KafkaProducer(_txn_config(), **{**settings, **extra})
 
 
 def run_cproducer_send(bootstrap: str, topic: str, n: int, warm: int) -> Dict[str, Any]:
@@ -414,12 +418,13 @@ def _child(name: str, bootstrap: str, topic: str, n: int, opts: Dict[str, Any], 
         out.put({"client": name, "error": f"{type(exc).__name__}: {exc}"})
 
 
-def java_command(java_opts: List[str]) -> List[str]:
-    """The command that runs JavaProducerPeer (compiled once into the jars' cache)."""
+def java_command(java_opts: List[str], main: str = "JavaProducerPeer") -> List[str]:
+    """The command that runs ``benchmarks/java/<main>.java`` (JavaProducerPeer by default;
+    compiled once into the jars' cache)."""
     from tests.tools.apache_kafka import compiled, java
 
-    classpath = compiled("JavaProducerPeer", sources=JAVA_SOURCES)
-    return [java(), *java_opts, "-cp", classpath, "JavaProducerPeer"]
+    classpath = compiled(main, sources=JAVA_SOURCES)
+    return [java(), *java_opts, "-cp", classpath, main]
 
 
 #: producer settings for the java client per broker. Tansu 0.6.0 cannot read the ApiVersions
