@@ -113,7 +113,8 @@ AXIS_X = {
 
 
 def default_records(point: Dict[str, Any]) -> int:
-    """About 2-5 s per client at 100-byte records; 300 MB in all for large ones."""
+    """300,000 records (0.1 to 1 s per client at 6 partitions of 100-byte records on a 2-core
+    machine, seconds at many partitions); 300 MB of values for large records."""
     return max(100, min(300_000, 300_000_000 // point["size"]))
 
 
@@ -754,6 +755,15 @@ def defects(report: Dict[str, Any], rows: List[Dict[str, Any]]) -> List[str]:
                 )
         for x in xs:
             for client in OURS:
+                every = [r for r in rows if r["x"] == x and r["variant"] == variant]
+                for r in every:
+                    if r["client"] == client and "error" in r:
+                        found.append(f"{axis}{tag} at {x:,}: {LABELS[client]} failed: {r['error']}")
+                    elif r["client"] == client and r["rounds_ok"] < report["rounds"]:
+                        found.append(
+                            f"{axis}{tag} at {x:,}: {LABELS[client]} failed in "
+                            f"{report['rounds'] - r['rounds_ok']} of {report['rounds']} rounds"
+                        )
                 row = _row(rows, x, variant, client)
                 if row is None:
                     continue
@@ -857,6 +867,8 @@ def markdown(report: Dict[str, Any], rows: List[Dict[str, Any]]) -> str:
     lines.append("|--:|---|--:|" + ("--:|" if mb else "") + "--:|--:|--:|--:|--:|--:|--:|--:|")
     for r in rows:
         x = f"{r['x']:,}" + (f" {r['variant']}" if r["variant"] else "")
+        if r.get("rounds_ok", report["rounds"]) < report["rounds"]:
+            x += f" ({r['rounds_ok']} of {report['rounds']} rounds)"
         if "error" in r:
             lines.append(f"| {x} | {LABELS[r['client']]} | error: {r['error']} |")
             continue
@@ -960,7 +972,7 @@ def plot(report: Dict[str, Any], rows: List[Dict[str, Any]], path: str) -> None:
 
 def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--axis", required=True, choices=sorted(AXIS_X))
+    ap.add_argument("--axis", choices=sorted(AXIS_X), help="required unless --report")
     ap.add_argument("--rounds", type=int, default=1, help="alternating rounds; medians printed")
     ap.add_argument(
         "--records",
@@ -978,11 +990,23 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--json", help="also write the report here")
     ap.add_argument("--plot", metavar="DIR", help="write scaling_<axis>.json and .png into DIR")
     ap.add_argument("--java-opts", default=cp.JAVA_OPTS, help="the JVM's options")
+    ap.add_argument(
+        "--report", metavar="JSON", help="no run: print (and --plot) a report written before"
+    )
     args = ap.parse_args(argv)
+    if not args.report and not args.axis:
+        ap.error("--axis is required (or --report)")
 
-    git_before = git_state()
-    report = run_axis(args)
-    report["git"] = {"before": git_before, "after": git_state()}
+    if args.report:
+        with open(args.report) as fh:
+            report = json.load(fh)
+        args.axis = report["axis"]
+        args.broker = "kafka" if report["broker"].startswith("Apache Kafka") else "tansu"
+        git_before = report["git"]["before"]
+    else:
+        git_before = git_state()
+        report = run_axis(args)
+        report["git"] = {"before": git_before, "after": git_state()}
     rows = medians(report)
     report["medians"] = rows
     report["defects"] = defects(report, rows)
@@ -1000,7 +1024,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     for d in report["defects"]:
         print("  - " + d)
     suffix = "_kafka" if args.broker == "kafka" else ""
-    if args.json:
+    if args.json and not args.report:
         with open(args.json, "w") as fh:
             json.dump(report, fh, indent=2)
     if args.plot:
