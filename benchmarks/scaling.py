@@ -904,7 +904,7 @@ def plot(report: Dict[str, Any], rows: List[Dict[str, Any]], path: str) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from matplotlib.ticker import FuncFormatter
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     axis = report["axis"]
     if axis == "producers":
@@ -960,8 +960,18 @@ def plot(report: Dict[str, Any], rows: List[Dict[str, Any]], path: str) -> None:
             ax.axhline(report["loopback_mb_s"], color="black", linestyle=":", linewidth=1)
             ax.text(10, report["loopback_mb_s"], "loopback copy", fontsize=7, va="bottom")
         ax.set_xscale("log")
+        # a tick at each point of the axis, labelled 6, 100, 1k, ...
+        xs = (
+            [f * 100 for f in LATENCY_FRACTIONS]
+            if axis == "latency"
+            else [p["x"] for p in report["points"]]
+        )
+        ax.set_xticks(sorted(set(xs)))
+        ax.xaxis.set_minor_formatter(NullFormatter())
         if key in ("msg_s", "mb_s", "cpu_us", "lat_p50_ms", "lat_p99_ms", "lat_p999_ms"):
             ax.set_yscale("log")
+            ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+            ax.yaxis.set_minor_formatter(NullFormatter())
         ax.set_title(title, fontsize=9)
         ax.set_xlabel(AXIS_X[axis], fontsize=8)
         ax.tick_params(labelsize=7)
