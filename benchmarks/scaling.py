@@ -714,7 +714,7 @@ def medians(report: Dict[str, Any]) -> List[Dict[str, Any]]:
                     "threads_per_producer",
                     "idle_cpu_pct",
                 ):
-                    if row.get(k) is not None and base.get(k):
+                    if row.get(k) is not None and (base.get(k) or 0) > 0:
                         row[f"{k}/{peer}"] = row[k] / base[k]
     return rows
 
