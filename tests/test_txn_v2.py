@@ -136,17 +136,6 @@ def test_the_finalized_features_with_the_highest_epoch_win_whichever_broker_answ
     assert features.snapshot() == (6, {"transaction.version": 1})
 
 
-def test_an_answer_that_cannot_carry_version_2_names_no_features() -> None:
-    """A proxy that narrows Produce to v11 but passes the features on: version 1."""
-    features = FinalizedFeatures()
-    narrowed = response_with(5, 2)
-    narrowed.api_versions[0] = (3, 11)
-    features.update(narrowed)
-    assert features.snapshot() == (-1, {})
-    features.update(response_with(5, 2))
-    assert features.snapshot() == (5, {"transaction.version": 2})
-
-
 @pytest.mark.parametrize("release, read", [((3, 9), False), ((4, 0), True), (None, True)])
 def test_a_client_of_a_release_before_4_0_does_not_read_the_features(
     release: Any, read: bool

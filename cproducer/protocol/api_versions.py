@@ -68,13 +68,6 @@ class FinalizedFeatures:
     def update(self, response: ApiVersionsResponse) -> None:
         if self._ignored:
             return
-        # Transactions version 2 is Produce v12 and EndTxn v5 on the wire: an answer that does
-        # not offer both (a proxy that narrows the versions but passes the features through)
-        # names no usable features, lest the producer skip AddPartitionsToTxn and then send a
-        # Produce the broker takes for version 1's
-        versions = response.api_versions
-        if versions.get(PRODUCE_KEY, (0, 0))[1] < 12 or versions.get(END_TXN_KEY, (0, 0))[1] < 5:
-            return
         with self._lock:
             if response.finalized_features_epoch > self.epoch:
                 self.epoch = response.finalized_features_epoch
