@@ -820,3 +820,40 @@ def test_a_partitions_batches_start_at_the_size_its_last_batch_reached() -> None
     for p in range(1000):
         append(b, c1000, p)
     assert start - b.pool.available_memory == 1000 * (MIN_BUFFER + BATCH_OVERHEAD_BYTES)
+
+
+def test_send_many_chunk_over_many_partitions_holds_memory_per_record() -> None:
+    """send_many's columnar append starts a partition's batch in the buffer send() would
+    (MIN_BUFFER for a new partition), not batch.size: a chunk of a thousand records spread over
+    a thousand partitions takes about a kilobyte per partition, and each batch grows as its
+    records come, to batch.size."""
+    import numpy as np
+
+    from cproducer.producer.send_many import append_columns, objects_column, size_upper_bounds
+
+    a, c = acc(batch_size=16384, linger=0, memory=32 << 20), cluster(1000)
+    start = a.pool.available_memory
+    values = objects_column([b"v" * 100] * 1000, "value")
+    sizes = size_upper_bounds(
+        np.full(1000, -1, dtype=np.int64), values.lengths, np.zeros(1000, dtype=np.int64)
+    )
+    parts = np.arange(1000, dtype=np.int32)
+    appended, _, err = append_columns(
+        a, "t", values, None, parts, None, None, 0, None, None, 1000.0, 0, c, sizes
+    )
+    assert (appended, err) == (1000, None)
+    assert start - a.pool.available_memory == 1000 * (MIN_BUFFER + BATCH_OVERHEAD_BYTES)
+    # 100 records of 100 bytes into one partition: one batch, grown past its first buffer
+    one = np.zeros(100, dtype=np.int32)
+    many = objects_column([b"w" * 100] * 100, "value")
+    sizes = size_upper_bounds(
+        np.full(100, -1, dtype=np.int64), many.lengths, np.zeros(100, dtype=np.int64)
+    )
+    appended, _, err = append_columns(
+        a, "t", many, None, one, None, None, 0, None, None, 1000.0, 0, c, sizes
+    )
+    assert (appended, err) == (100, None)
+    batches = a.drain(c, {1}, 1 << 20, 0)[1]
+    first = next(b for b in batches if b.topic_partition == TP0)
+    assert first.record_count == 101
+    assert MIN_BUFFER < first.builder.capacity <= 16384

@@ -257,7 +257,7 @@ def append_columns(RecordAccumulator acc, str topic, Column values, Column keys,
     cdef const int64_t[::1] tss
     cdef const int64_t[::1] sz = sizes
     cdef bint has_order = order is not None, has_ts = timestamps is not None
-    cdef Py_ssize_t pos, j, n = values.n, seg_start = 0, klen = -1, vlen = 0
+    cdef Py_ssize_t pos, j, n = values.n, seg_start = 0, klen = -1, vlen = 0, size
     cdef int p, cur_p = -2, rel, seg_rel = 0, before
     cdef const unsigned char* kp = NULL
     cdef const unsigned char* vp = NULL
@@ -322,10 +322,18 @@ def append_columns(RecordAccumulator acc, str topic, Column values, Column keys,
                     seg_start = pos
                 dq.lock.release_c()
                 locked = False
+                # the buffer send() would start this partition's batch in (sized at the last
+                # drain, RecordAccumulator._next_buffer_size): a chunk spread over many
+                # partitions holds memory in proportion to its records, not to batch.size
+                size = dq.buffer_size
+                if size <= 0 or size > acc.batch_size:
+                    size = acc.batch_size
+                if size < sz[j]:
+                    size = sz[j]
                 if wake is not None and (acc.pool.queued > 0
-                                         or acc.pool.available_memory < sz[j]):
+                                         or acc.pool.available_memory < size):
                     wake()  # the Sender must drain and free memory while we wait for it
-                buffer = acc.pool.allocate(max(acc.batch_size, sz[j]), max_block_ms)
+                buffer = acc.pool.allocate(size, max_block_ms)
                 dq.lock.acquire_c()
                 locked = True
                 batch = acc.new_batch_for(dq, buffer, now)
