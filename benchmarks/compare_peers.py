@@ -439,10 +439,14 @@ def run_java(
     """One JVM run of JavaProducerPeer; its RESULT line, or the error with its output's end."""
     args = [bootstrap, topic, n, opts["warmup"], opts["value_size"], opts["buffer_memory"],
             opts["transactions"], *JAVA_BROKER_PROPS[opts["broker"]]]  # fmt: skip
+    return run_jvm([*command, *map(str, args)])
+
+
+def run_jvm(argv: List[str]) -> Dict[str, Any]:
+    """One JVM run of a Java peer (``argv``: the java command and its arguments): the figures of
+    its ``RESULT {json}`` line, or the error with the end of its output."""
     try:
-        proc = subprocess.run(
-            [*command, *map(str, args)], capture_output=True, text=True, timeout=900
-        )
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=900)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return {"client": JAVA, "error": f"{type(exc).__name__}: {exc}"}
     for line in proc.stdout.splitlines():

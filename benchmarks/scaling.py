@@ -476,15 +476,7 @@ def run_java(
     }
     argv = [f"{k}={v}" for k, v in args.items()]
     argv += ["p." + prop for prop in cp.JAVA_BROKER_PROPS[broker]]
-    try:
-        proc = subprocess.run([*command, *argv], capture_output=True, text=True, timeout=900)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return {"client": JAVA, "error": f"{type(exc).__name__}: {exc}"}
-    for line in proc.stdout.splitlines():
-        if line.startswith("RESULT "):
-            return {"client": JAVA, **json.loads(line[len("RESULT ") :])}
-    tail = (proc.stdout + proc.stderr).strip().splitlines()[-5:]
-    return {"client": JAVA, "error": f"exit {proc.returncode}: " + " | ".join(tail)}
+    return cp.run_jvm([*command, *argv])
 
 
 # -------------------------------------------------------------------- the physical limit
