@@ -168,12 +168,12 @@ def test_non_nullable_string_refuses_none_and_bad_utf8_is_corrupt() -> None:
 
 
 def test_choose_version() -> None:
-    assert choose_version(ProduceRequest, (0, 13)) == 11
+    assert choose_version(ProduceRequest, (0, 13)) == 12
     assert choose_version(ProduceRequest, (0, 9)) == 9
     assert choose_version(ProduceRequest, (0, 5)) == 5
     assert choose_version(MetadataRequest, (0, 0)) == 0
     with pytest.raises(
-        UnsupportedVersionError, match=r"ProduceRequest: we speak v3-11, the broker v0-2"
+        UnsupportedVersionError, match=r"ProduceRequest: we speak v3-12, the broker v0-2"
     ):
         choose_version(ProduceRequest, (0, 2))
     with pytest.raises(UnsupportedVersionError, match="does not support InitProducerIdRequest"):

@@ -56,6 +56,7 @@ from cproducer.network.network_metrics import NetworkMetrics
 from cproducer.network.selector_wakeup import SelectorWakeup
 from cproducer.network.socket_factory import default_socket_factory
 from cproducer.protocol import ApiVersionsRequest, choose_version
+from cproducer.protocol.api_versions import FinalizedFeatures
 from cproducer.protocol.broker_versions import caps_for
 from cproducer.utils.sampled_stat import MetricConfig
 from cproducer.utils.time import SYSTEM_CLOCK, Clock
@@ -170,6 +171,9 @@ class NetworkClient:
         self.api_version_caps: Optional[Dict[int, int]] = None
         if api_version is not None:
             self.api_version, self.api_version_caps = caps_for(tuple(api_version))
+        #: the newest finalized features the brokers' ApiVersions answers named (Java's
+        #: ApiVersions): the transaction manager picks its transactions version from them
+        self.finalized_features = FinalizedFeatures(self.api_version_caps)
         self._selector = (selectors.DefaultSelector if selector is None else selector)()
         self._conns: Dict[int, KafkaChannel] = {}
         self._correlation = 0
@@ -575,6 +579,7 @@ class NetworkClient:
             return False
         # api_version: what the broker offers, narrowed to what that release speaks
         conn.set_api_versions(response.api_versions, self.api_version_caps)
+        self.finalized_features.update(response)
         if self.sasl_authenticator_factory is not None:
             authenticator = self.sasl_authenticator_factory(conn.node_id)
             try:

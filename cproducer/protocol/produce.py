@@ -1,16 +1,18 @@
-"""Produce (key 0), versions 3-11 (ProduceRequest.json / ProduceResponse.json).
+"""Produce (key 0), versions 3-12 (ProduceRequest.json / ProduceResponse.json).
 
 The record batches are passed through as separate parts (memoryviews of pooled buffers), so the
 network layer writes them with one gather write and no copy.
 
-v10 and v11 send what v9 sends. v10 answers may carry KIP-951's leader hints as tagged fields: a
-partition that failed with NOT_LEADER_OR_FOLLOWER (or FENCED_LEADER_EPOCH) names its current
-leader and epoch (``CurrentLeader``, tag 0 of the partition), and the answer lists those leaders'
-endpoints (``NodeEndpoints``, tag 0 of the response), so the client can retry at the new leader
-without a metadata round trip. Asking with v11 tells the broker that the client knows
-TRANSACTION_ABORTABLE (KIP-890). v12 would say the client uses transactions V2 (no
-AddPartitionsToTxn), which this client does not, and v13 names topics by id: we stop at 11, as
-Java does without transactions V2.
+v10, v11 and v12 send what v9 sends. v10 answers may carry KIP-951's leader hints as tagged
+fields: a partition that failed with NOT_LEADER_OR_FOLLOWER (or FENCED_LEADER_EPOCH) names its
+current leader and epoch (``CurrentLeader``, tag 0 of the partition), and the answer lists those
+leaders' endpoints (``NodeEndpoints``, tag 0 of the response), so the client can retry at the new
+leader without a metadata round trip. Asking with v11 tells the broker that the client knows
+TRANSACTION_ABORTABLE (KIP-890). Asking with v12 tells it that a transactional producer uses
+transactions version 2 (KIP-890 part 2): the broker adds the partition to the transaction itself,
+no AddPartitionsToTxn before. A transactional producer on transactions version 1 must not ask
+with more than v11 (``LAST_VERSION_BEFORE_TRANSACTION_V2``); an idempotent or plain producer
+asks with v12 either way, as Java's does. v13 names topics by id: we stop at 12.
 """
 
 from __future__ import annotations
@@ -25,6 +27,9 @@ from cproducer.protocol.primitives import Reader, Writer
 T = TypeVar("T")
 
 FIRST_LEADER_HINT_VERSION = 10  # KIP-951: CurrentLeader and NodeEndpoints
+#: the newest Produce a transactional producer on transactions version 1 sends (Java's
+#: ProduceRequest.LAST_STABLE_VERSION_BEFORE_TRANSACTION_V2)
+LAST_VERSION_BEFORE_TRANSACTION_V2 = 11
 _CURRENT_LEADER_TAG = 0  # in a partition's answer
 _NODE_ENDPOINTS_TAG = 0  # in the answer itself
 
@@ -94,7 +99,7 @@ class ProduceResponse:
 class ProduceRequest:
     API_KEY = 0
     MIN_VERSION = 3
-    MAX_VERSION = 11
+    MAX_VERSION = 12
     FIRST_FLEXIBLE_VERSION = 9
     acks: int
     timeout_ms: int

@@ -4,13 +4,19 @@ AddOffsetsToTxn (key 25), versions 0-4, to the transaction coordinator:
     request:  transactional_id string, producer_id int64, producer_epoch int16, group_id string
     response: throttle_time_ms int32, error_code int16
 
-TxnOffsetCommit (key 28), versions 0-4, to the group coordinator:
+TxnOffsetCommit (key 28), versions 0-5, to the group coordinator:
     request:  transactional_id string, group_id string, producer_id int64, producer_epoch int16,
               [v3+: generation_id int32, member_id string, group_instance_id nullable string],
               topics [name string, partitions [partition_index int32, committed_offset int64,
                        v2+: committed_leader_epoch int32, committed_metadata nullable string]]
     response: throttle_time_ms int32,
               topics [name string, [partition_index int32, error_code int16]]
+
+TxnOffsetCommit v5 is v4's layout; asking with it means transactions version 2 (KIP-890 part 2):
+the group coordinator adds the group's offsets partition to the transaction itself, so no
+AddOffsetsToTxn goes before it. A producer on transactions version 1 sends AddOffsetsToTxn first
+and TxnOffsetCommit v4 at most (``LAST_TXN_OFFSET_COMMIT_BEFORE_TRANSACTION_V2``), as Java's
+does. (v6 names topics by id: we stop at 5.)
 """
 
 from __future__ import annotations
@@ -24,6 +30,10 @@ from cproducer.protocol.primitives import (
     read_throttle_and_partition_errors,
 )
 from cproducer.protocol.txn_request import ProducerTxnRequest, TxnRequest
+
+#: the newest TxnOffsetCommit a producer on transactions version 1 sends (Java's
+#: TxnOffsetCommitRequest.LAST_STABLE_VERSION_BEFORE_TRANSACTION_V2)
+LAST_TXN_OFFSET_COMMIT_BEFORE_TRANSACTION_V2 = 4
 
 
 @dataclass
@@ -64,7 +74,7 @@ class TxnOffsetCommitResponse:
 @dataclass
 class TxnOffsetCommitRequest(TxnRequest):
     API_KEY = 28
-    MAX_VERSION = 4
+    MAX_VERSION = 5
     FIRST_FLEXIBLE_VERSION = 3
     transactional_id: str = ""
     group_id: str = ""

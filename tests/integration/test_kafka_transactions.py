@@ -10,16 +10,16 @@ the group's only once it commits; a KIP-360 epoch bump (InitProducerId with the 
 id and epoch, which Tansu answers UNKNOWN_SERVER_ERROR) after an abortable error; the broker's own
 TRANSACTION_ABORTABLE (KIP-890).
 
-The producer speaks transaction version 1 (AddPartitionsToTxn before a partition's first batch,
-EndTxn up to v4, Produce up to v11), and the coordinator treats its transactions so even on a
-cluster whose ``transaction.version`` is 2 (Kafka 4.x's default). What the producer reports is
-what Java's producer reports with transaction version 1 (Java 4.4 against a 4.4 broker
-downgraded to ``transaction.version=1``): a fenced or timed-out producer's records fail with
-INVALID_PRODUCER_EPOCH, abortable (KIP-588), and the abort's EndTxn is answered PRODUCER_FENCED,
-fatal; a new partition's AddPartitionsToTxn is answered PRODUCER_FENCED at once. (Where Java's
-commitTransaction rethrows the InvalidProducerEpochException, this producer raises its one
-exception for "abort now", TransactionAbortableError, caused by it.) librdkafka makes the
-record's INVALID_PRODUCER_EPOCH fatal at once."""
+The broker is formatted with ``transaction.version=1`` (Kafka 4.x's default is 2), so the
+producer speaks transaction version 1 (AddPartitionsToTxn before a partition's first batch,
+EndTxn up to v4, Produce up to v11); test_kafka_txn_v2.py runs transactions version 2 beside
+it. What the producer reports is what Java's producer reports with transaction version 1 (Java
+4.4 against a 4.4 broker at ``transaction.version=1``): a fenced or timed-out producer's records
+fail with INVALID_PRODUCER_EPOCH, abortable (KIP-588), and the abort's EndTxn is answered
+PRODUCER_FENCED, fatal; a new partition's AddPartitionsToTxn is answered PRODUCER_FENCED at
+once. (Where Java's commitTransaction rethrows the InvalidProducerEpochException, this producer
+raises its one exception for "abort now", TransactionAbortableError, caused by it.) librdkafka
+makes the record's INVALID_PRODUCER_EPOCH fatal at once."""
 
 from __future__ import annotations
 
@@ -45,7 +45,8 @@ READ_UNCOMMITTED = {"isolation.level": "read_uncommitted"}
 def broker() -> Iterator[ApacheKafka]:
     """(Named as the suite's fixture, so that a failure prints this broker's log.)"""
     with ApacheKafka(
-        properties={"transaction.abort.timed.out.transaction.cleanup.interval.ms": "500"}
+        properties={"transaction.abort.timed.out.transaction.cleanup.interval.ms": "500"},
+        features={"transaction.version": 1},
     ) as kafka:
         yield kafka
 

@@ -7,10 +7,13 @@ names another directory).
   broker beside Tansu. The same attributes as ``LocalBroker`` (``host``, ``port``,
   ``bootstrap_servers``, ``process``, ``create_topic``, ``log_tail``), so a test runs on either.
   ``listeners`` adds SASL/SSL listeners (``{"SASL_PLAINTEXT": None}``: on a free port) and
-  ``properties`` any broker setting.
+  ``properties`` any broker setting; ``features`` the feature levels the storage is formatted
+  with (``{"transaction.version": 1}``: ``StorageTool format --feature
+  transaction.version=1``; unnamed features get the release's defaults, as without it).
 - ``ApacheKafkaCluster(3)``: three broker-only nodes (ids 1..3) and one controller-only node
-  (id 100, the whole quorum); ``kill(node_id)`` (SIGKILL) and ``start_node(node_id)`` again, on the
-  same ports and data. Replication factor 3 and ``min.insync.replicas=2`` by default.
+  (id 100, the whole quorum; ``features`` as ``ApacheKafka``'s); ``kill(node_id)`` (SIGKILL)
+  and ``start_node(node_id)`` again, on the same ports and data. Replication factor 3 and
+  ``min.insync.replicas=2`` by default.
 
 Each node writes its log (log4j2) to ``<dir>/server.log``; ``log_tail()`` returns its end, for a
 failing test to print. Nodes run with small heaps (``-Xmx512m``) so that a cluster fits beside the
@@ -184,8 +187,10 @@ class KafkaNode:
         dir: Path,
         listeners: Mapping[str, int],
         properties: Mapping[str, str],
+        features: Optional[Mapping[str, int]] = None,
     ) -> None:
         self.node_id = node_id
+        self.features = dict(features or {})
         self.roles = roles
         self.dir = dir
         self.listeners = dict(listeners)  # listener name -> port
@@ -206,7 +211,8 @@ class KafkaNode:
             [java(), "-Xmx256m", "-XX:TieredStopAtLevel=1",
              f"-Dlog4j2.configurationFile={self.dir / 'log4j2.properties'}", "-cp", classpath(),
              "kafka.tools.StorageTool", "format", "-t", CLUSTER_ID, "-c", str(self.config_file),
-             "--ignore-formatted"],
+             "--ignore-formatted",
+             *(a for k, v in sorted(self.features.items()) for a in ("--feature", f"{k}={v}"))],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         )  # fmt: skip
 
@@ -540,6 +546,7 @@ class ApacheKafka(_Brokers):
         listeners: Optional[Mapping[str, Optional[int]]] = None,
         properties: Optional[Mapping[str, str]] = None,
         root: Optional[Path] = None,
+        features: Optional[Mapping[str, int]] = None,
     ) -> None:
         self._prepare_root(root)
         ports = {
@@ -556,7 +563,7 @@ class ApacheKafka(_Brokers):
             "transaction.state.log.min.isr": "1",
             **(properties or {}),
         }
-        self.node = KafkaNode(1, "broker,controller", self.root / "node-1", ports, props)
+        self.node = KafkaNode(1, "broker,controller", self.root / "node-1", ports, props, features)
         self.nodes = {1: self.node}
 
     @property
@@ -594,6 +601,7 @@ class ApacheKafkaCluster(_Brokers):
         brokers: int = 3,
         properties: Optional[Mapping[str, str]] = None,
         root: Optional[Path] = None,
+        features: Optional[Mapping[str, int]] = None,
     ) -> None:
         self._prepare_root(root)
         self.replication_factor = min(3, brokers)
@@ -621,12 +629,13 @@ class ApacheKafkaCluster(_Brokers):
                     "listeners": f"CONTROLLER://{host_port(self.host, controller_port)}",
                     "listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
                 },
+                features,
             )
         }
         for i in range(1, brokers + 1):
             ports = {"PLAINTEXT": free_port()}
             props = {**shared, **_listener_props(self.host, ports, None)}
-            self.nodes[i] = KafkaNode(i, "broker", self.root / f"node-{i}", ports, props)
+            self.nodes[i] = KafkaNode(i, "broker", self.root / f"node-{i}", ports, props, features)
 
     def start(self, timeout: float = 120.0) -> ApacheKafkaCluster:
         if not any(n.running for n in self.nodes.values()):

@@ -36,6 +36,9 @@ from cproducer.producer.internals.transaction_manager import (
 )
 from cproducer.producer.internals.txn_request_handlers import TxnRequestHandler
 from cproducer.protocol import ProduceRequest
+from cproducer.protocol.produce import (
+    LAST_VERSION_BEFORE_TRANSACTION_V2 as PRODUCE_LAST_VERSION_BEFORE_TRANSACTION_V2,
+)
 from cproducer.utils.time import SYSTEM_CLOCK, Clock
 
 log = logging.getLogger("cproducer.producer.internals.sender")
@@ -149,6 +152,9 @@ class Sender:
             else None
         )
         self._transactional_id = self._txn.transactional_id if self._txn is not None else None
+        if self._txn is not None:
+            # the transactions version comes from the brokers' finalized features (KIP-890)
+            self._txn.finalized_features = getattr(client, "finalized_features", None)
         self.running = True
         self.force_close = False
         self.thread = threading.Thread(
@@ -301,7 +307,9 @@ class Sender:
             else:  # e.g. throttled: the poll wakes when the node can take it
                 self._txn_node_delay = self.client.connection_delay(target, now)
             return
-        version = self.client.api_version_for(target.id, handler.request_class)
+        version = handler.pick_version(
+            self.client.api_version_for(target.id, handler.request_class)
+        )
         try:
             request = handler.build_request(version)
         except errors.KafkaError as exc:  # the broker's versions cannot do it
@@ -449,6 +457,14 @@ class Sender:
             transactional_id=self._transactional_id,
         )
         version = self.client.api_version_for(node_id, ProduceRequest)
+        if (
+            version > PRODUCE_LAST_VERSION_BEFORE_TRANSACTION_V2
+            and self._txn is not None
+            and not self._txn.is_transaction_v2_enabled()
+        ):
+            # Produce v12 in a transaction means "add the partition yourself" (transactions
+            # version 2): on version 1, AddPartitionsToTxn did, and v11 is the limit (Java's)
+            version = PRODUCE_LAST_VERSION_BEFORE_TRANSACTION_V2
         self.metrics.update_produce_request_metrics(batches, now)
 
         def on_response(response: Any) -> None:

@@ -12,10 +12,24 @@ the one request to send next, a handler (``txn_request_handlers``: InitProducerI
 AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit, EndTxn), sends it, and the handler reads the
 answer into this object. A partition joins the transaction when the accumulator first wants to drain
 it (``is_send_to_partition_allowed``): its batches wait for AddPartitionsToTxn, as Java's do.
+
+Transactions version 2 (KIP-890 part 2), when the cluster has finalized ``transaction.version``
+2 or more (the brokers' ApiVersions answers, ``FinalizedFeatures``; read at
+``initialize_transactions`` and at each ``begin_transaction``, as Java's
+``maybeUpdateTransactionV2Enabled`` does): a partition is in the transaction as soon as a batch
+of it is drained, and Produce v12 has the broker add it (no AddPartitionsToTxn); offsets go with
+TxnOffsetCommit v5 alone (no AddOffsetsToTxn); EndTxn v5's coordinator bumps the epoch at the
+end of every transaction and answers the new one, which the producer takes, its sequences
+restarting at 0. A late write of an ended transaction, under its old epoch, is then refused
+instead of opening (or joining) a transaction no one will end: KIP-890's hanging transactions.
+The client-side epoch bump after an abortable error (KIP-360's InitProducerId) is left out: the
+abort's EndTxn bumps it. Otherwise (version 1, or a broker that names no features) the requests
+and their versions are those of before: Produce v11, EndTxn v4, TxnOffsetCommit v4 at most.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from cproducer import errors
@@ -49,6 +63,14 @@ from cproducer.producer.internals.txn_request_handlers import (
     TxnRequestHandler,
 )
 from cproducer.protocol import KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION
+from cproducer.protocol.api_versions import NO_FEATURES_EPOCH, FinalizedFeatures
+
+log = logging.getLogger("cproducer.producer.internals.transaction_manager")
+
+#: the finalized feature that names the cluster's transactions version, and the first level of
+#: transactions version 2 (Java's TransactionVersion.TV_2)
+TRANSACTION_VERSION_FEATURE = "transaction.version"
+TRANSACTION_VERSION_2 = 2
 
 # the names other modules import from here
 __all__ = [
@@ -99,6 +121,11 @@ class TransactionManager(IdempotentState):
         self._epoch_bump_required = False
         #: the Sender sends no transactional request before (its monotonic ms)
         self.retry_after_ms = 0
+        #: the network client's view of the cluster's finalized features (the Sender sets it);
+        #: None: unknown, transactions version 1
+        self.finalized_features: Optional[FinalizedFeatures] = None
+        self._features_epoch = NO_FEATURES_EPOCH  # the epoch of the features last read
+        self._transaction_v2 = False
 
     @property
     def state(self) -> TransactionState:
@@ -109,6 +136,35 @@ class TransactionManager(IdempotentState):
         self._state = value
         if self.on_state_change is not None:
             self.on_state_change(value)
+
+    # ------------------------------------------------------------------ transactions version
+    def maybe_update_transaction_v2_enabled(self) -> None:
+        """Java's maybeUpdateTransactionV2Enabled: the transactions version from the newest
+        finalized features seen. Called where a transaction cannot be under way on the wire
+        (``initialize_transactions``, ``begin_transaction``): the version of each transaction
+        stays the one it began with, even if the cluster's level changes while it runs."""
+        features = self.finalized_features
+        if features is None:
+            return
+        epoch, levels = features.snapshot()
+        with self._lock:
+            if epoch <= self._features_epoch:
+                return
+            self._features_epoch = epoch
+            level = levels.get(TRANSACTION_VERSION_FEATURE)
+            enabled = level is not None and level >= TRANSACTION_VERSION_2
+            if enabled != self._transaction_v2:
+                log.info(
+                    "transactions version %d (the cluster's %s is %s)",
+                    2 if enabled else 1,
+                    TRANSACTION_VERSION_FEATURE,
+                    level,
+                )
+            self._transaction_v2 = enabled
+
+    def is_transaction_v2_enabled(self) -> bool:
+        """True when this transaction uses transactions version 2 (KIP-890 part 2)."""
+        return self._transaction_v2
 
     # ------------------------------------------------------------------ producer id and errors
     def needs_producer_id(self) -> bool:
@@ -157,6 +213,12 @@ class TransactionManager(IdempotentState):
             return False
         if self.transactional_id is None or tp in self.partitions_in_transaction:
             return True
+        if self.state in (IN_TRANSACTION, COMMITTING_TRANSACTION) and self._transaction_v2:
+            # transactions version 2: the Produce (v12) adds the partition (Java's
+            # maybeAddPartition puts it straight into partitionsInTransaction); the EndTxn that
+            # follows is needed because it is in the set
+            self.partitions_in_transaction.add(tp)
+            return True
         if self.state in (IN_TRANSACTION, COMMITTING_TRANSACTION):
             # the partition joins the transaction first (the Sender sends AddPartitionsToTxn)
             if tp not in self.partitions_being_added:
@@ -187,7 +249,9 @@ class TransactionManager(IdempotentState):
                 completing = self.is_completing()
                 if self.state in (IN_TRANSACTION, COMMITTING_TRANSACTION, ABORTABLE_ERROR):
                     self.transition_to_abortable_error(exc)
-                if state_lost or not completing:
+                if (state_lost or not completing) and not self._transaction_v2:
+                    # (Java's needToTriggerEpochBumpFromClient: under transactions version 2
+                    # the abort's EndTxn bumps the epoch, and its answer restarts the sequences)
                     self._epoch_bump_required = True
                 if not state_lost and adjust_sequences and batch.has_sequence():
                     # the broker did not write it (e.g. TRANSACTION_ABORTABLE): the batches after
@@ -240,6 +304,7 @@ class TransactionManager(IdempotentState):
             if self.state == INITIALIZING and self.pending_result is not None:
                 return self.pending_result  # a retry after a timeout waits for the same request
             self._transition(INITIALIZING)
+            self.maybe_update_transaction_v2_enabled()
             self._pid_epoch = (NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
             self.pending_result = TransactionalRequestResult("init_transactions")
             return self.pending_result
@@ -254,6 +319,7 @@ class TransactionManager(IdempotentState):
                     "begin_transaction before init_transactions completed"
                 )
             self._transition(IN_TRANSACTION)
+            self.maybe_update_transaction_v2_enabled()
 
     def begin_commit(self) -> TransactionalRequestResult:
         with self._lock:
@@ -394,6 +460,11 @@ class TransactionManager(IdempotentState):
                 return AddPartitionsToTxnHandler(self, batch)
             po = self.pending_offsets
             if po is not None and state in (IN_TRANSACTION, COMMITTING_TRANSACTION):
+                if not po.added and self._transaction_v2:
+                    # transactions version 2: TxnOffsetCommit v5 adds the group's offsets to the
+                    # transaction (Java skips AddOffsetsToTxn); the EndTxn is needed from now on
+                    po.added = True
+                    self._offsets_added = True
                 if not po.added:
                     return self._via_coordinator(AddOffsetsToTxnHandler(self, po.group.group_id))
                 if po.group_coordinator is None:
@@ -444,8 +515,18 @@ class TransactionManager(IdempotentState):
                 self.state = READY
             self._finish_pending(None)
 
-    def end_txn_succeeded(self) -> None:
+    def end_txn_succeeded(self, producer_id: int = NO_PRODUCER_ID, epoch: int = -1) -> None:
+        """The transaction ended. ``producer_id``/``epoch``: EndTxn v5's answer, the id and epoch
+        the coordinator bumped to (transactions version 2); -1 from older versions."""
         with self._lock:
+            if producer_id != NO_PRODUCER_ID:
+                # Java's setProducerIdAndEpoch and resetSequenceNumbers: the next transaction
+                # writes under the new epoch, each partition from sequence 0. (Not counted in
+                # ``resets``: it is how every transaction ends, not a lost producer state.)
+                self._pid_epoch = (producer_id, epoch)
+                self._partitions.clear()
+                self._unresolved.clear()
+                log.debug("producer id %d epoch %d (EndTxn)", producer_id, epoch)
             self._complete_transaction()
 
     def _complete_transaction(self) -> None:

@@ -28,6 +28,10 @@ from cproducer.protocol import (
     InitProducerIdRequest,
     TxnOffsetCommitRequest,
 )
+from cproducer.protocol.end_txn import (
+    LAST_VERSION_BEFORE_TRANSACTION_V2 as END_TXN_LAST_VERSION_BEFORE_TRANSACTION_V2,
+)
+from cproducer.protocol.txn_offsets import LAST_TXN_OFFSET_COMMIT_BEFORE_TRANSACTION_V2
 
 if TYPE_CHECKING:
     from cproducer.network.network_client import ClientResponse
@@ -91,6 +95,12 @@ class TxnRequestHandler:
 
     def reenqueue(self) -> None:
         """The request did not get through: it is wanted again (Java's reenqueue)."""
+
+    def pick_version(self, version: int) -> int:
+        """The version to send, from the highest both sides speak (``version``): that one,
+        unless the request has a version that means transactions version 2 and this
+        transaction is on version 1 (EndTxn, TxnOffsetCommit)."""
+        return version
 
     def build_request(self, version: int) -> Any:
         """The request at ``version`` (raises a KafkaError when the broker's versions cannot
@@ -323,6 +333,13 @@ class TxnOffsetCommitHandler(TxnRequestHandler):
     def coordinator_lost(self) -> None:
         self.pending.group_coordinator = None
 
+    def pick_version(self, version: int) -> int:
+        # v5 would tell the group coordinator to add the offsets to the transaction itself
+        # (transactions version 2); on version 1 AddOffsetsToTxn did that
+        if self.tm.is_transaction_v2_enabled():
+            return version
+        return min(version, LAST_TXN_OFFSET_COMMIT_BEFORE_TRANSACTION_V2)
+
     def build_request(self, version: int) -> TxnOffsetCommitRequest:
         tm = self.tm
         pid, epoch = tm.producer_id_and_epoch
@@ -380,6 +397,13 @@ class EndTxnHandler(TxnRequestHandler):
         super().__init__(tm)
         self.committed = committed
 
+    def pick_version(self, version: int) -> int:
+        # v5 has the coordinator bump the epoch as the transaction ends (transactions version
+        # 2); a version 1 transaction ends with v4 at most (Java's EndTxnRequest.Builder)
+        if self.tm.is_transaction_v2_enabled():
+            return version
+        return min(version, END_TXN_LAST_VERSION_BEFORE_TRANSACTION_V2)
+
     def build_request(self, version: int) -> EndTxnRequest:
         tm = self.tm
         pid, epoch = tm.producer_id_and_epoch
@@ -388,7 +412,14 @@ class EndTxnHandler(TxnRequestHandler):
     def handle_response(self, body: Any, now: int) -> None:
         err = errors.exception_for(body.error_code)
         if err is None:
-            self.tm.end_txn_succeeded()
+            # v5+ (transactions version 2): the id and epoch the coordinator bumped to; -1
+            # before (and from a coordinator answering v5 while still on version 1)
+            self.tm.end_txn_succeeded(body.producer_id, body.producer_epoch)
+        elif not self.committed and isinstance(err, errors.TransactionAbortableError):
+            # the abortable state's one way out is this abort: answered "abort", it cannot go
+            # on (sent again it would be answered the same, at once), so the producer ends
+            log.error("EndTxn(abort) failed: %s", err)
+            self.tm.transition_to_fatal_error(err)
         else:
             self.handle_error(err, now)
 
