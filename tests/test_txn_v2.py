@@ -372,3 +372,20 @@ def test_an_abort_answered_transaction_abortable_is_fatal_not_sent_again() -> No
     assert tm.state == FATAL_ERROR
     assert isinstance(abort.error, errors.TransactionAbortableError)
     assert tm.next_transactional_request(False) is None
+
+
+@pytest.mark.parametrize("fenced", [False, True])
+def test_a_produce_answered_invalid_epoch_is_abortable_or_fenced_by_the_peers_rule(
+    fenced: bool,
+) -> None:
+    """Under version 2 a fenced producer learns it from its Produce (no AddPartitionsToTxn goes
+    first): Java's makes the transaction abortable, librdkafka's rule (the confluent facade's)
+    makes the producer fail at once."""
+    tm = manager(2)
+    tm.invalid_epoch_is_fenced = fenced
+    tm.begin_transaction()
+    batch = drain(tm, FakeBatch(TP0, 2))
+    tm.handle_failed_batch(batch, errors.InvalidProducerEpochError("stale epoch"), True)
+    assert tm.state == (FATAL_ERROR if fenced else ABORTABLE_ERROR)
+    error = tm.fatal_error if fenced else tm.last_error
+    assert isinstance(error, errors.InvalidProducerEpochError)

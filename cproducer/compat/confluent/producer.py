@@ -107,6 +107,9 @@ class Producer:
                 KafkaError(INVALID_ARG, f"Failed to create producer: {exc}")
             ) from None
         self._engine = self._kp.engine
+        tm = self._engine.transaction_manager
+        if tm is not None:
+            tm.invalid_epoch_is_fenced = True  # librdkafka's: a fenced Produce is fatal
         self._reports = DeliveryReports()
         self._reports.only_errors = cfg.dr_only_error
         self._path = ProducePath(

@@ -126,6 +126,10 @@ class TransactionManager(IdempotentState):
         self.finalized_features: Optional[FinalizedFeatures] = None
         self._features_epoch = NO_FEATURES_EPOCH  # the epoch of the features last read
         self._transaction_v2 = False
+        #: librdkafka's rule (the confluent facade sets it): a transactional Produce answered
+        #: INVALID_PRODUCER_EPOCH means a newer producer took the id, fatal at once; Java's
+        #: makes it abortable and lets the abort's EndTxn say whether it was a fence
+        self.invalid_epoch_is_fenced = False
 
     @property
     def state(self) -> TransactionState:
@@ -231,8 +235,11 @@ class TransactionManager(IdempotentState):
         with self._lock:
             self._remove_in_flight(batch)
             if isinstance(exc, errors.ProducerFencedError) or (
-                isinstance(exc, errors.InvalidProducerEpochError) and self.transactional_id is None
+                isinstance(exc, errors.InvalidProducerEpochError)
+                and (self.transactional_id is None or self.invalid_epoch_is_fenced)
             ):
+                # (under transactions version 2 no AddPartitionsToTxn goes first to be answered
+                # PRODUCER_FENCED: the Produce meets the fence, and is answered this)
                 self.transition_to_fatal_error(exc)
                 return
             # a transactional Produce answered INVALID_PRODUCER_EPOCH goes on below: abortable,
