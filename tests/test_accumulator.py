@@ -299,7 +299,14 @@ class FakeTM:
     def add_in_flight_batch(self, b):
         self.in_flight.append(b)
 
-    # the accumulator's two calls per drained batch (the first made of the checks above)
+    # the accumulator's one call per drained batch: the checks above, then the sequence
+    def drain_batch(self, tp, b):
+        if self.should_stop_drain(tp, b.base_sequence):
+            return True
+        if b.base_sequence == -1:
+            self.sequence_batch(b)
+        return False
+
     def should_stop_drain(self, tp, base_sequence):
         if not self.is_send_to_partition_allowed(tp) or not self.has_producer_id():
             return True

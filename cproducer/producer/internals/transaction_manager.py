@@ -213,7 +213,8 @@ class TransactionManager(IdempotentState):
 
     def _send_allowed(self, tp: TopicPartition) -> bool:
         # is_send_to_partition_allowed, with the lock held
-        if self._fatal is not None or not self.has_producer_id() or self._reset_requested:
+        # (has_producer_id inlined: the drain asks this for every batch it takes)
+        if self._fatal is not None or self._pid_epoch[0] == NO_PRODUCER_ID or self._reset_requested:
             return False
         if self.transactional_id is None or tp in self.partitions_in_transaction:
             return True
