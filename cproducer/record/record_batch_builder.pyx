@@ -47,6 +47,7 @@ lock). The GIL is released while very large keys/values are copied and while the
 large batch is computed (see ``_nogil_bytes``); the codec libraries release it while they work.
 """
 
+cimport cython
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.memoryview cimport PyMemoryView_GET_BUFFER
 from cpython.bytearray cimport (
@@ -116,6 +117,8 @@ def headers_size_in_bytes(headers):
     return headers_size(headers)
 
 
+# not tracked by the cyclic GC (see the .pxd)
+@cython.no_gc
 cdef class RecordBatchBuilder:
     """Builds one RecordBatch v2 in a caller-supplied writable buffer.
 

@@ -99,7 +99,10 @@ cdef class ProducerBatch:
         self.final_state = STATE_IN_FLIGHT
         self.result = ProduceRequestResult(topic_partition)
         self.thunks = []
-        self.segments = []
+        # None until send_many adds one: most batches never have one, and an empty list per
+        # batch is one more object the cyclic GC tracks (and promotes: a batch lives for
+        # milliseconds), which at 1,000 partitions means one per dozen records
+        self.segments = None
         self.max_record_size = 0
         self.pooled_buffer = None
         self.is_splitting_batch = is_splitting_batch
@@ -237,7 +240,10 @@ cdef class ProducerBatch:
 
     def add_segment(self, segment):
         """A run of a send_many call's records: (batch_future, order, start, end, first_rel)."""
-        self.segments.append(segment)
+        if self.segments is None:
+            self.segments = [segment]
+        else:
+            self.segments.append(segment)
 
     # ---------------------------------------------------------- completion
     def complete(self, long long base_offset, long long log_append_time):
@@ -324,7 +330,7 @@ cdef class ProducerBatch:
             PyMem_Free(data)
             self.builder._budget.release(charge)
         tp = self.topic_partition
-        for bf, order, start, end, first_rel in segments:
+        for bf, order, start, end, first_rel in segments if segments is not None else ():
             try:
                 if exc is None or record_exceptions is None:
                     bf.complete_segment(order, start, end, tp.partition, base_offset, first_rel,
@@ -474,14 +480,15 @@ cdef class ProducerBatch:
                                    timestamp, fn)
             if nb is not None:
                 close_for_record_appends(nb.builder)
-            for bf, order, start, end, first_rel in self.segments:
+            for bf, order, start, end, first_rel in (
+                    self.segments if self.segments is not None else ()):
                 i = start
                 while i < end:
                     bidx, new_rel = placement[first_rel + i - start]
                     j = i + 1
                     while j < end and placement[first_rel + j - start] == (bidx, new_rel + j - i):
                         j += 1
-                    (<ProducerBatch>batches[bidx]).segments.append((bf, order, i, j, new_rel))
+                    (<ProducerBatch>batches[bidx]).add_segment((bf, order, i, j, new_rel))
                     i = j
             if self.builder._base_sequence != -1:
                 seq = self.builder._base_sequence
@@ -495,7 +502,7 @@ cdef class ProducerBatch:
             self.final_state = STATE_SPLIT
             self.thunks = []
             self._free_thunks()
-            self.segments = []
+            self.segments = None
             self.result.set(-1, -1, RecordTooLargeError(
                 f"the batch of {self.topic_partition} was split into {len(batches)} batches"
             ), None)
