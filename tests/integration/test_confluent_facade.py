@@ -33,6 +33,10 @@ from tests.tools.sasl_front import SaslFront
 
 CLIENTS = [pytest.param(confluent_kafka, id="confluent_kafka"), pytest.param(facade, id="facade")]
 
+#: the facade's producers a test leaves open are closed after it, as librdkafka's end with
+#: their last reference
+pytestmark = pytest.mark.usefixtures("close_facade_producers")
+
 
 @pytest.fixture(params=CLIENTS)
 def client(request: pytest.FixtureRequest) -> ModuleType:

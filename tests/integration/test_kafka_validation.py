@@ -428,4 +428,6 @@ def _librdkafka_errors(
 
         producer.produce(topic, value, key, partition, on_delivery=report)
     assert producer.flush(30) == 0
+    if hasattr(producer, "close"):  # the facade's; librdkafka's ends with its last reference
+        producer.close()
     return [reports[i] for i in range(len(records))]

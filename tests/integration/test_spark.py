@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
 import sys
 import uuid
 
@@ -34,6 +35,23 @@ def spark():
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+    # stop() ends the SparkContext; the JVM behind py4j would live on until this process
+    # exits, past the run's check that it leaves no process running
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    if gateway is not None:
+        gateway.shutdown()
+        proc = getattr(gateway, "proc", None)
+        if proc is not None:
+            proc.stdin.close()  # pyspark's gateway JVM ends when its stdin closes
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        SparkContext._gateway = None
+        SparkContext._jvm = None
 
 
 def _topic(broker: LocalBroker, partitions: int) -> str:
