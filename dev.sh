@@ -4,7 +4,10 @@
 #                                     (--broker kafka: against Apache Kafka, fetched from Maven Central)
 #   ./dev.sh test [pytest args]       build, fetch Apache Kafka's jars, then run the whole test suite
 #                                     (on Tansu and on Apache Kafka; -m "not kafka" / "not tansu"
-#                                     runs one broker only)
+#                                     runs one broker only) in CPRODUCER_TEST_WORKERS processes
+#                                     (3; -n 0 runs in this one)
+#   ./dev.sh quick [pytest args]      the set to run before each commit (a few minutes): the unit
+#                                     tests and the smoke set (below) on Tansu, in parallel
 #   ./dev.sh kafka-libs               only fetch Apache Kafka's jars (tests/java/pom.xml) into .cache
 #   ./dev.sh spark-kafka-libs         only fetch Spark's Kafka connector (spark-sql-kafka-0-10, as
 #                                     benchmarks/java/spark-kafka/pom.xml names it) into .cache, for
@@ -16,8 +19,9 @@
 #   ./dev.sh docs                     build the documentation site (warnings are errors) with the
 #                                     asv history, then open it in headless Chromium (docs/test_site.py)
 #   ./dev.sh wheel-test               sdist + wheel (python -m build), auditwheel repair, then the
-#                                     smoke and integration tests (not the cluster faults) against
-#                                     that wheel installed in a fresh virtualenv with no compiler
+#                                     wheel's own checks, the unit tests and the smoke set on Tansu
+#                                     against that wheel installed in a fresh virtualenv with no
+#                                     compiler
 #   ./dev.sh asv-record [asv args]    benchmark commits with asv into asv_bench/results (default: NEW)
 #   ./dev.sh setup                    only create .venv and build
 set -euo pipefail
@@ -27,6 +31,22 @@ VENV=${CPRODUCER_VENV:-.venv}
 case "$VENV" in /*) ;; *) VENV="$(pwd)/$VENV" ;; esac
 # asv keeps one series per machine name; the project's machines are all of one kind
 ASV_MACHINE=${ASV_MACHINE:-x86_64-2cores}
+
+# The smoke set: integration tests, on Tansu, of what a build or an installed wheel can break that
+# the unit tests do not reach: send (codecs, threads, a broker restart), send_many with numpy and
+# Arrow, transactions, the three facades and the Spark function. The unit tests import and run
+# every compiled module.
+SMOKE_TESTS=(
+    tests/integration/test_producer_e2e.py
+    tests/integration/test_send_many.py
+    tests/integration/test_transactions.py
+    tests/integration/test_kafka_python_usage.py
+    tests/integration/test_aio_producer.py
+    tests/integration/test_confluent_facade.py
+    tests/integration/test_spark.py
+)
+# the unit tests: every test module at the top of tests/
+unit_tests() { ls tests/test_*.py; }
 
 # what the build depends on: setup is skipped when it is unchanged since the last one
 build_inputs() {
@@ -144,25 +164,42 @@ wheel_test() {
     PATH="$path" "$out/venv/bin/python" -m pip install -q --only-binary=cproducer "$wheel[test]"
     # the test extra's lint tools are not runtime dependencies: cython-lint brings Cython along
     "$out/venv/bin/python" -m pip uninstall -q -y cython-lint Cython
-    # 4. the tests, from a directory where the source tree's cproducer/ cannot be imported,
-    #    against the embedded broker: the Apache Kafka runs and the 3-broker cluster faults
-    #    exercise the same installed code on another broker, and are left to the test step
-    #    (they would double half of CI's time)
+    # 4. the tests, from a directory where the source tree's cproducer/ cannot be imported:
+    #    the wheel's own checks, the unit tests (every compiled module) and the smoke set
+    #    against the embedded broker. The rest of the integration suite runs the same Python
+    #    code through the same extensions in the test step, on both brokers.
     mkdir -p "$out/run"
-    cp -r tests pyproject.toml README.md docs "$out/run/"  # the docs: their snippets run too
+    cp -r tests pyproject.toml README.md docs "$out/run/"  # some unit tests read the docs
     cp wheel_test/conftest.py "$out/run/conftest.py"
     cp wheel_test/test_installed_wheel.py "$out/run/tests/integration/"
+    local units
+    units=$(unit_tests)
+    # shellcheck disable=SC2086
     (cd "$out/run" && env -u PYTHONPATH PATH="$path" "$out/venv/bin/python" -m pytest -q \
-        -p no:cacheprovider -m "not cluster and not kafka" \
-        tests/integration/test_installed_wheel.py \
-        tests/integration)
+        -p no:cacheprovider -n "${CPRODUCER_TEST_WORKERS:-3}" --dist loadfile \
+        -m "not cluster and not kafka" \
+        tests/integration/test_installed_wheel.py $units "${SMOKE_TESTS[@]}")
 }
 
 cmd=${1:-test}
 shift || true
 case "$cmd" in
     setup) setup ;;
-    test) setup; kafka_libs; exec "$VENV/bin/python" -m pytest "$@" ;;
+    test)
+        setup
+        kafka_libs
+        # test modules run in parallel, a whole module per worker (its module fixtures: clusters,
+        # fronts, Spark, started once), each worker with its own brokers; most of the time is
+        # spent waiting on brokers and timeouts, so there are more workers than cores. The
+        # modules that start 3-broker or Spark clusters run in two lanes (tests/conftest.py)
+        exec "$VENV/bin/python" -m pytest -n "${CPRODUCER_TEST_WORKERS:-3}" --dist loadfile "$@"
+        ;;
+    quick)
+        setup
+        # shellcheck disable=SC2046
+        exec "$VENV/bin/python" -m pytest -n "${CPRODUCER_TEST_WORKERS:-3}" --dist loadfile \
+            -m "not kafka and not cluster" $(unit_tests) "${SMOKE_TESTS[@]}" "$@"
+        ;;
     perf)
         setup
         case " $* " in *" --broker kafka "* | *" --broker=kafka "*) kafka_libs ;; esac
@@ -190,5 +227,5 @@ case "$cmd" in
             --ram "$(awk '/MemTotal/ {print $2 " kB"}' /proc/meminfo)"
         exec "$VENV/bin/asv" run --machine "$ASV_MACHINE" --skip-existing-successful "${@:-NEW}"
         ;;
-    *) echo "usage: $0 {test|perf|demo|lint|docs|wheel-test|asv-record|kafka-libs|spark-kafka-libs|kafka3-libs|setup} [args]" >&2; exit 2 ;;
+    *) echo "usage: $0 {test|quick|perf|demo|lint|docs|wheel-test|asv-record|kafka-libs|spark-kafka-libs|kafka3-libs|setup} [args]" >&2; exit 2 ;;
 esac
