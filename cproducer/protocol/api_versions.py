@@ -20,12 +20,23 @@ from typing import Any, Callable, Dict, List, Optional, Tuple, TypeVar
 
 from cproducer._version import __version__
 from cproducer.errors import CorruptResponseError
+from cproducer.protocol.end_txn import FIRST_TRANSACTION_V2_VERSION, EndTxnRequest
 from cproducer.protocol.primitives import Reader, Writer
+from cproducer.protocol.produce import LAST_VERSION_BEFORE_TRANSACTION_V2, ProduceRequest
 
 T = TypeVar("T")
 
-PRODUCE_KEY = 0
-END_TXN_KEY = 26
+#: what transactions version 2 sends on the wire: (API key, first version of version 2)
+_TRANSACTION_V2_VERSIONS = (
+    (ProduceRequest.API_KEY, LAST_VERSION_BEFORE_TRANSACTION_V2 + 1),
+    (EndTxnRequest.API_KEY, FIRST_TRANSACTION_V2_VERSION),
+)
+
+
+def _speaks_transaction_v2(highest: Callable[[int], int]) -> bool:
+    """Whether ``highest`` (API key -> its highest version) reaches Produce v12 and EndTxn v5."""
+    return all(highest(key) >= first for key, first in _TRANSACTION_V2_VERSIONS)
+
 
 UNSUPPORTED_VERSION = 35
 _FINALIZED_FEATURES_EPOCH_TAG = 1
@@ -61,8 +72,8 @@ class FinalizedFeatures:
         self._lock = threading.Lock()
         self.epoch = NO_FEATURES_EPOCH
         self.features: Dict[str, int] = {}
-        self._ignored = release_caps is not None and (
-            release_caps.get(PRODUCE_KEY, 0) < 12 or release_caps.get(END_TXN_KEY, 0) < 5
+        self._ignored = release_caps is not None and not _speaks_transaction_v2(
+            lambda key: release_caps.get(key, 0)
         )
 
     def update(self, response: ApiVersionsResponse) -> None:
@@ -73,7 +84,7 @@ class FinalizedFeatures:
         # names no usable features, lest the producer skip AddPartitionsToTxn and then send a
         # Produce the broker takes for version 1's
         versions = response.api_versions
-        if versions.get(PRODUCE_KEY, (0, 0))[1] < 12 or versions.get(END_TXN_KEY, (0, 0))[1] < 5:
+        if not _speaks_transaction_v2(lambda key: versions.get(key, (0, 0))[1]):
             return
         with self._lock:
             if response.finalized_features_epoch > self.epoch:

@@ -96,11 +96,17 @@ class TxnRequestHandler:
     def reenqueue(self) -> None:
         """The request did not get through: it is wanted again (Java's reenqueue)."""
 
+    #: the newest version a transaction on transactions version 1 may send, for a request
+    #: whose next version means version 2 (EndTxn, TxnOffsetCommit); None: no such version
+    last_version_before_transaction_v2: ClassVar[Optional[int]] = None
+
     def pick_version(self, version: int) -> int:
         """The version to send, from the highest both sides speak (``version``): that one,
-        unless the request has a version that means transactions version 2 and this
-        transaction is on version 1 (EndTxn, TxnOffsetCommit)."""
-        return version
+        unless it would mean transactions version 2 and this transaction is on version 1."""
+        last = self.last_version_before_transaction_v2
+        if last is None or self.tm.is_transaction_v2_enabled():
+            return version
+        return min(version, last)
 
     def build_request(self, version: int) -> Any:
         """The request at ``version`` (raises a KafkaError when the broker's versions cannot
@@ -322,6 +328,9 @@ class TxnOffsetCommitHandler(TxnRequestHandler):
     second step)."""
 
     request_class = TxnOffsetCommitRequest
+    # v5 would tell the group coordinator to add the offsets to the transaction itself
+    # (transactions version 2); on version 1 AddOffsetsToTxn did that
+    last_version_before_transaction_v2 = LAST_TXN_OFFSET_COMMIT_BEFORE_TRANSACTION_V2
 
     def __init__(self, tm: TransactionManager, pending: PendingOffsets) -> None:
         super().__init__(tm)
@@ -332,13 +341,6 @@ class TxnOffsetCommitHandler(TxnRequestHandler):
 
     def coordinator_lost(self) -> None:
         self.pending.group_coordinator = None
-
-    def pick_version(self, version: int) -> int:
-        # v5 would tell the group coordinator to add the offsets to the transaction itself
-        # (transactions version 2); on version 1 AddOffsetsToTxn did that
-        if self.tm.is_transaction_v2_enabled():
-            return version
-        return min(version, LAST_TXN_OFFSET_COMMIT_BEFORE_TRANSACTION_V2)
 
     def build_request(self, version: int) -> TxnOffsetCommitRequest:
         tm = self.tm
@@ -392,17 +394,13 @@ class EndTxnHandler(TxnRequestHandler):
     """Commit or abort the transaction."""
 
     request_class = EndTxnRequest
+    # v5 has the coordinator bump the epoch as the transaction ends (transactions version 2);
+    # a version 1 transaction ends with v4 at most (Java's EndTxnRequest.Builder)
+    last_version_before_transaction_v2 = END_TXN_LAST_VERSION_BEFORE_TRANSACTION_V2
 
     def __init__(self, tm: TransactionManager, committed: bool) -> None:
         super().__init__(tm)
         self.committed = committed
-
-    def pick_version(self, version: int) -> int:
-        # v5 has the coordinator bump the epoch as the transaction ends (transactions version
-        # 2); a version 1 transaction ends with v4 at most (Java's EndTxnRequest.Builder)
-        if self.tm.is_transaction_v2_enabled():
-            return version
-        return min(version, END_TXN_LAST_VERSION_BEFORE_TRANSACTION_V2)
 
     def build_request(self, version: int) -> EndTxnRequest:
         tm = self.tm
