@@ -17,8 +17,6 @@ under that transaction's epoch, is refused on version 2 (the epoch was bumped) w
 from __future__ import annotations
 
 import re
-import subprocess
-import threading
 import uuid
 from typing import Any, Callable, Dict, Iterator, List, Tuple
 
@@ -29,7 +27,7 @@ from cproducer import KafkaProducer, TopicPartition
 from cproducer.localbroker import request
 from cproducer.protocol import ErrorCode, ProduceRequest
 from tests.integration.readback import assert_delivered, committed, read_back
-from tests.tools.apache_kafka import ApacheKafka, compiled, java
+from tests.tools.apache_kafka import ApacheKafka, start_java
 
 pytestmark = pytest.mark.kafka
 
@@ -121,16 +119,12 @@ def assert_epochs_of(level: int, txns: List[Tuple[str, int, int]], who: str) -> 
 def run_java_transactions(bootstrap: str, topic: str, txns: int) -> List[Tuple[int, str]]:
     """SeqTxnProducer: transactions of RECORDS_PER_TXN records over 2 partitions, every third
     aborted, until ``txns`` have ended; (txn, "C"/"K") in order."""
-    cp = compiled("SeqTxnProducer")
-    proc = subprocess.Popen(
-        [java(), "-Xmx256m", "-cp", cp, "SeqTxnProducer", bootstrap, topic, "2",
-         str(RECORDS_PER_TXN), "20", "3", f"transactional.id=java-{uuid.uuid4().hex[:8]}"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    proc, stderr, drain = start_java(
+        "SeqTxnProducer",
+        [bootstrap, topic, "2", str(RECORDS_PER_TXN), "20", "3",
+         f"transactional.id=java-{uuid.uuid4().hex[:8]}"],
     )  # fmt: skip
-    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-    stderr: List[str] = []
-    drain = threading.Thread(target=lambda: stderr.extend(proc.stderr), daemon=True)  # type: ignore[arg-type]
-    drain.start()
+    assert proc.stdin is not None and proc.stdout is not None
     ended: List[Tuple[int, str]] = []
     problems: List[str] = []
     try:

@@ -28,6 +28,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import weakref
 from pathlib import Path
@@ -160,6 +161,22 @@ def compiled(source: str, sources: Path = JAVA_SOURCES) -> str:
         except OSError:  # another test process compiled it first
             shutil.rmtree(tmp, ignore_errors=True)
     return f"{out}{os.pathsep}{classpath()}"
+
+
+def start_java(
+    main: str, args: Iterable[str]
+) -> Tuple[subprocess.Popen[str], List[str], threading.Thread]:
+    """Runs the test program ``tests/java/<main>.java`` with Kafka's jars, stdin and stdout piped
+    as text. Its stderr is read into the returned list on the returned (daemon) thread, so the
+    pipe never fills; join the thread before reading the list."""
+    proc = subprocess.Popen(
+        [java(), "-Xmx256m", "-cp", compiled(main), main, *args],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    stderr: List[str] = []
+    drain = threading.Thread(target=lambda: stderr.extend(proc.stderr or ()), daemon=True)
+    drain.start()
+    return proc, stderr, drain
 
 
 def _run_java(main: str, *args: str, log4j: Optional[Path] = None, timeout: float = 60) -> str:

@@ -57,7 +57,7 @@ from tests.integration.readback import (
     read_back,
     read_back_java,
 )
-from tests.tools.apache_kafka import ApacheKafkaCluster, compiled, java
+from tests.tools.apache_kafka import ApacheKafkaCluster, start_java
 from tests.tools.cluster_faults import FAULTS, Fault, FaultRun, client_config, topic_name
 from tests.tools.seq_load import Ack, LoadResult, paced, seq_of
 
@@ -648,21 +648,17 @@ class JavaTxnLoad(TxnLoad):
         return super().stop(timeout)
 
     def _run(self) -> None:
-        cp = compiled("SeqTxnProducer")
         settings = [f"{k}={v}" for k, v in self.config.items()]
         try:
-            self._proc = proc = subprocess.Popen(
-                [java(), "-Xmx256m", "-cp", cp, "SeqTxnProducer", self.bootstrap, self.topic,
-                 str(self.partitions), str(self.txn_records), str(self.txn_rate),
-                 str(self.abort_every), *settings],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            proc, stderr, drain = start_java(
+                "SeqTxnProducer",
+                [self.bootstrap, self.topic, str(self.partitions), str(self.txn_records),
+                 str(self.txn_rate), str(self.abort_every), *settings],
             )  # fmt: skip
+            self._proc = proc
         finally:
             self._started.set()
-        assert proc.stdout is not None and proc.stderr is not None
-        stderr: List[str] = []
-        drain = threading.Thread(target=lambda: stderr.extend(proc.stderr), daemon=True)  # type: ignore[arg-type]
-        drain.start()
+        assert proc.stdout is not None
         result, done, current = self.result, False, None
         try:
             for line in proc.stdout:

@@ -35,7 +35,7 @@ from typing import (
 )
 
 from tests.integration.readback import ConsumedRecord, describe, out_of_order
-from tests.tools.apache_kafka import compiled, java
+from tests.tools.apache_kafka import start_java
 
 
 class Ack(NamedTuple):
@@ -354,17 +354,12 @@ class JavaLoad(Load):
     client = "java"
 
     def _run(self) -> None:
-        cp = compiled("SeqProducer")
         settings = [f"{k}={v}" for k, v in self.config.items()]
-        proc = subprocess.Popen(
-            [java(), "-Xmx256m", "-cp", cp, "SeqProducer", self.bootstrap, self.topic,
-             str(self.partitions), str(self.rate), *settings],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
-        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-        stderr: List[str] = []
-        drain = threading.Thread(target=lambda: stderr.extend(proc.stderr), daemon=True)  # type: ignore[arg-type]
-        drain.start()
+        proc, stderr, drain = start_java(
+            "SeqProducer",
+            [self.bootstrap, self.topic, str(self.partitions), str(self.rate), *settings],
+        )
+        assert proc.stdin is not None and proc.stdout is not None
         stopper = threading.Thread(target=self._close_stdin, args=(proc,), daemon=True)
         stopper.start()
         result, done = self.result, False
