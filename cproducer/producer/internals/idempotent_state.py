@@ -215,7 +215,8 @@ class IdempotentState:
             return False
 
     def _sequence(self, tp: TopicPartition, batch: Any) -> None:
-        # sequence_batch, the lock held
+        # sequence_batch, the lock held. _entry and _add_in_flight's common case (a new batch,
+        # the highest sequence) are written out here: this runs once per drained batch
         pid_epoch = self._pid_epoch
         entry = self._partitions.get(tp)
         if entry is None:
